@@ -1,0 +1,159 @@
+//! Bitmaps with the kernel's non-atomic bit operations and search
+//! (include/linux/bitops.h `__set_bit`/`__clear_bit`/`test_bit`,
+//! include/linux/find.h `find_next_zero_bit`/`find_next_bit`, v6.12).
+//!
+//! The word width is a parameter (`BITS_PER_LONG`): models use small words
+//! (e.g. 4 bits) so "a full word" and "the next word" are reachable in a
+//! handful of operations. `__set_bit`/`__clear_bit` are non-atomic
+//! read-modify-writes, so a bitmap is plain data kept in a
+//! [`Locked`](super::spinlock::Locked) cell; searches charge the words they
+//! read to the caller's cost counters.
+
+use crate::exec::{Counter, Task};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bitmap {
+    name: String,
+    word_bits: u32,
+    nbits: u32,
+    words: Vec<u64>,
+}
+
+impl Bitmap {
+    /// An all-zero bitmap of `nbits` bits in words of `word_bits` bits.
+    pub fn new(name: impl Into<String>, word_bits: u32, nbits: u32) -> Bitmap {
+        assert!((1..=64).contains(&word_bits), "word width must be 1..=64 bits");
+        Bitmap {
+            name: name.into(),
+            word_bits,
+            nbits,
+            words: vec![0; nbits.div_ceil(word_bits) as usize],
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn nbits(&self) -> u32 {
+        self.nbits
+    }
+    pub fn word_bits(&self) -> u32 {
+        self.word_bits
+    }
+    pub fn nwords(&self) -> u32 {
+        self.words.len() as u32
+    }
+
+    fn full_mask(&self, word: u32) -> u64 {
+        let bits_in_word = (self.nbits - word * self.word_bits).min(self.word_bits);
+        if bits_in_word == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits_in_word) - 1
+        }
+    }
+
+    /// Word `i` as stored (observers and copies).
+    pub fn word(&self, i: u32) -> u64 {
+        self.words[i as usize]
+    }
+
+    /// Whether every bit of word `i` is set.
+    pub fn word_is_full(&self, i: u32) -> bool {
+        self.words[i as usize] == self.full_mask(i)
+    }
+
+    /// Bit value without charging a word read (observers).
+    pub fn bit(&self, bit: u32) -> bool {
+        bit < self.nbits && self.words[(bit / self.word_bits) as usize] >> (bit % self.word_bits) & 1 == 1
+    }
+
+    /// test_bit: one marked word load.
+    pub fn test_bit(&self, t: &Task, bit: u32) -> bool {
+        t.cost(Counter::BitmapWordsRead, 1);
+        self.bit(bit)
+    }
+
+    /// __set_bit: non-atomic; returns the effect for the trace.
+    pub fn set_bit(&mut self, bit: u32) -> String {
+        let (w, b) = (bit / self.word_bits, bit % self.word_bits);
+        self.words[w as usize] |= 1 << b;
+        format!("{}[{w}] |= 1<<{b}", self.name)
+    }
+
+    /// __clear_bit: non-atomic; returns the effect for the trace.
+    pub fn clear_bit(&mut self, bit: u32) -> String {
+        let (w, b) = (bit / self.word_bits, bit % self.word_bits);
+        self.words[w as usize] &= !(1 << b);
+        format!("{}[{w}] &= ~(1<<{b})", self.name)
+    }
+
+    fn find_next(&self, t: &Task, size: u32, off: u32, want_set: bool) -> u32 {
+        let size = size.min(self.nbits);
+        if off >= size {
+            return size;
+        }
+        let mut bit = off;
+        let mut last_word = None;
+        while bit < size {
+            let w = bit / self.word_bits;
+            if last_word != Some(w) {
+                t.cost(Counter::BitmapWordsRead, 1);
+                last_word = Some(w);
+            }
+            if self.bit(bit) == want_set {
+                return bit;
+            }
+            bit += 1;
+        }
+        size
+    }
+
+    /// find_next_zero_bit(addr, size, offset): the first clear bit at index
+    /// ≥ `off` and < `size`, or `size` when there is none (also when
+    /// `off >= size`).
+    pub fn find_next_zero_bit(&self, t: &Task, size: u32, off: u32) -> u32 {
+        self.find_next(t, size, off, false)
+    }
+
+    /// find_next_bit(addr, size, offset): the first set bit at index ≥ `off`,
+    /// or `size`.
+    pub fn find_next_bit(&self, t: &Task, size: u32, off: u32) -> u32 {
+        self.find_next(t, size, off, true)
+    }
+
+    /// Copies the first `nbits` bits of `src` (copy_fd_bitmaps); the rest of
+    /// `self` is cleared.
+    pub fn copy_from(&mut self, src: &Bitmap, nbits: u32) {
+        for bit in 0..self.nbits {
+            let on = bit < nbits && src.bit(bit);
+            let (w, b) = (bit / self.word_bits, bit % self.word_bits);
+            if on {
+                self.words[w as usize] |= 1 << b;
+            } else {
+                self.words[w as usize] &= !(1 << b);
+            }
+        }
+    }
+
+    /// The set bits, lowest first (observers and reference models).
+    pub fn ones(&self) -> Vec<u32> {
+        (0..self.nbits).filter(|&b| self.bit(b)).collect()
+    }
+}
+
+impl std::fmt::Display for Bitmap {
+    /// Words lowest first, each printed bit 0 first, e.g. `1110 0000`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for w in 0..self.nwords() {
+            if w > 0 {
+                f.write_str(" ")?;
+            }
+            let bits = (self.nbits - w * self.word_bits).min(self.word_bits);
+            for b in 0..bits {
+                f.write_str(if self.bit(w * self.word_bits + b) { "1" } else { "0" })?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,67 @@
+//! Error pointers (include/linux/err.h, v6.12): a result is a pointer, NULL or
+//! `ERR_PTR(-E…)`. Modelled as a sum type; dereferencing anything but a
+//! pointer is a violation naming the call site (brief §1.6.1).
+
+use std::fmt;
+
+use crate::exec::Task;
+
+/// The errno values the models return.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Errno {
+    ENOENT,
+    EBADF,
+    EAGAIN,
+    ENOMEM,
+    EBUSY,
+    EEXIST,
+    EINVAL,
+    EMFILE,
+    ECHILD,
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "-{self:?}")
+    }
+}
+
+/// `struct foo *` as the kernel returns it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrPtr<T> {
+    Ptr(T),
+    Null,
+    Err(Errno),
+}
+
+impl<T: fmt::Display> fmt::Display for ErrPtr<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ErrPtr::Ptr(p) => p.fmt(f),
+            ErrPtr::Null => f.write_str("NULL"),
+            ErrPtr::Err(e) => write!(f, "ERR_PTR({e})"),
+        }
+    }
+}
+
+impl<T> ErrPtr<T> {
+    /// IS_ERR.
+    pub fn is_err(&self) -> bool {
+        matches!(self, ErrPtr::Err(_))
+    }
+
+    /// IS_ERR_OR_NULL.
+    pub fn is_err_or_null(&self) -> bool {
+        !matches!(self, ErrPtr::Ptr(_))
+    }
+
+    /// Dereferences the pointer at `site`: a violation if it is NULL or an
+    /// error value.
+    pub fn deref(self, t: &Task, site: &str) -> T {
+        match self {
+            ErrPtr::Ptr(p) => p,
+            ErrPtr::Null => t.violation("err_ptr_deref", format!("{site} dereferenced NULL")),
+            ErrPtr::Err(e) => t.violation("err_ptr_deref", format!("{site} dereferenced ERR_PTR({e})")),
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! struct lockref: a spinlock and a count in one 64-bit word (lib/lockref.c,
+//! include/linux/lockref.h, v6.12).
+//!
+//! The lockless path (CMPXCHG_LOOP) reads the word and, while the embedded
+//! lock is observed *unlocked*, tries a relaxed 64-bit cmpxchg of the whole
+//! word; after a bounded number of failures it falls back to the lock.
+//! Because the cmpxchg compares the lock bits too, a lockless update can never
+//! land inside a locked section. The ordering is relaxed: dentry contents are
+//! ordered by RCU and `d_seq`, not by the lockref. A negative count means dead.
+
+use super::atomic::Atomic;
+use crate::exec::{Counter, Task};
+use crate::sync;
+
+const LOCKED: u64 = 1 << 32;
+const COUNT_MASK: u64 = (1 << 32) - 1;
+
+/// The count lockref_mark_dead stores.
+pub const DEAD_COUNT: i32 = -128;
+
+/// The kernel's lockless retry budget (CMPXCHG_LOOP) is 100; models use a
+/// small one so the fallback to the lock is reachable.
+pub const MODEL_RETRIES: u32 = 2;
+
+fn count_of(w: u64) -> i32 {
+    (w & COUNT_MASK) as u32 as i32
+}
+
+fn with_count(w: u64, c: i32) -> u64 {
+    (w & !COUNT_MASK) | (c as u32 as u64)
+}
+
+/// Renders a lockref word as the trace shows it: `2` or `2+locked`.
+fn show(w: u64) -> String {
+    if w & LOCKED != 0 {
+        format!("{}+locked", count_of(w))
+    } else {
+        count_of(w).to_string()
+    }
+}
+
+/// Which defect to inject into the primitive, so tests can show the checker
+/// finds lockref misuse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LockrefFlavor {
+    #[default]
+    Kernel,
+    /// The lockless path does not check the embedded lock before its
+    /// cmpxchg, so it can update the count inside a locked section.
+    IgnoresLock,
+}
+
+pub struct Lockref {
+    name: String,
+    word: Atomic,
+    flavor: LockrefFlavor,
+    retries: u32,
+}
+
+/// The embedded lock, held; unlocks on drop.
+pub struct LockrefGuard<'a> {
+    lr: &'a Lockref,
+    task: &'a Task,
+}
+
+impl Lockref {
+    pub fn new(name: impl Into<String>, count: i32) -> Lockref {
+        Lockref::with_flavor(name, count, LockrefFlavor::Kernel)
+    }
+
+    pub fn with_flavor(name: impl Into<String>, count: i32, flavor: LockrefFlavor) -> Lockref {
+        let name = name.into();
+        Lockref {
+            word: Atomic::with_format(name.clone(), with_count(0, count), show),
+            name,
+            flavor,
+            retries: MODEL_RETRIES,
+        }
+    }
+
+    /// Count and lock state (ghost).
+    pub fn peek(&self) -> (i32, bool) {
+        let w = self.word.peek();
+        (count_of(w), w & LOCKED != 0)
+    }
+
+    /// CMPXCHG_LOOP: try `update` locklessly. `update` maps the old count to
+    /// `Ok(new count)`, or `Err(r)` to return `r` without updating. `None`
+    /// means "take the lock" (lock observed held, or retries exhausted).
+    fn cmpxchg_loop<R>(&self, t: &Task, update: impl Fn(i32) -> Result<i32, R>, done: impl Fn(i32) -> R) -> Option<R> {
+        let mut old = self.word.read_once(t);
+        for _ in 0..self.retries {
+            if old & LOCKED != 0 && self.flavor == LockrefFlavor::Kernel {
+                return None;
+            }
+            let new = match update(count_of(old)) {
+                Ok(c) => c,
+                Err(r) => return Some(r),
+            };
+            let seen = self.word.cmpxchg_relaxed(t, old, with_count(old, new));
+            if seen == old {
+                if old & LOCKED != 0 {
+                    t.violation(
+                        "lockref_locked_section",
+                        format!("lockless update of {} landed inside its locked section", self.name),
+                    );
+                }
+                return Some(done(new));
+            }
+            old = seen;
+            sync::yield_now();
+        }
+        None
+    }
+
+    /// spin_lock(&lockref->lock): spin on the embedded lock bit.
+    pub fn lock<'a>(&'a self, t: &'a Task) -> LockrefGuard<'a> {
+        loop {
+            let w = self.word.read_once(t);
+            if w & LOCKED == 0 && self.word.cmpxchg(t, w, w | LOCKED) == w {
+                break;
+            }
+            sync::yield_now();
+        }
+        t.cost(Counter::LockAcquire, 1);
+        t.set_preempt_count(t.preempt_count() + 1);
+        t.push_held(&self.name);
+        LockrefGuard { lr: self, task: t }
+    }
+
+    /// lockref_get: unconditional +1.
+    pub fn lockref_get(&self, t: &Task) {
+        if self.cmpxchg_loop(t, |c| Ok::<i32, ()>(c + 1), |_| ()).is_some() {
+            return;
+        }
+        let g = self.lock(t);
+        g.set_count(g.count() + 1);
+    }
+
+    /// lockref_get_not_zero: +1 unless the count is ≤ 0.
+    pub fn lockref_get_not_zero(&self, t: &Task) -> bool {
+        let lockless = self.cmpxchg_loop(t, |c| if c <= 0 { Err(false) } else { Ok(c + 1) }, |_| true);
+        if let Some(r) = lockless {
+            return r;
+        }
+        let g = self.lock(t);
+        let c = g.count();
+        if c > 0 {
+            g.set_count(c + 1);
+        }
+        c > 0
+    }
+
+    /// lockref_get_not_dead: +1 unless dead (count < 0).
+    pub fn lockref_get_not_dead(&self, t: &Task) -> bool {
+        let lockless = self.cmpxchg_loop(t, |c| if c < 0 { Err(false) } else { Ok(c + 1) }, |_| true);
+        if let Some(r) = lockless {
+            return r;
+        }
+        let g = self.lock(t);
+        let c = g.count();
+        if c >= 0 {
+            g.set_count(c + 1);
+        }
+        c >= 0
+    }
+
+    /// lockref_put_return: lockless −1; returns the new count, or −1 when the
+    /// lock would be needed or the count is ≤ 0 (the caller then locks).
+    pub fn lockref_put_return(&self, t: &Task) -> i32 {
+        self.cmpxchg_loop(t, |c| if c <= 0 { Err(-1) } else { Ok(c - 1) }, |c| c)
+            .unwrap_or(-1)
+    }
+}
+
+impl LockrefGuard<'_> {
+    pub fn count(&self) -> i32 {
+        count_of(self.lr.word.read_once(self.task))
+    }
+
+    /// A plain store of the count by the lock holder.
+    pub fn set_count(&self, c: i32) {
+        let w = self.lr.word.read_once(self.task);
+        self.lr.word.write_once(self.task, with_count(w, c));
+    }
+
+    /// lockref_mark_dead: the lock is held; the count becomes negative.
+    pub fn lockref_mark_dead(&self) {
+        self.set_count(DEAD_COUNT);
+    }
+
+    /// spin_unlock(&lockref->lock) (same as dropping the guard).
+    pub fn unlock(self) {}
+}
+
+impl Drop for LockrefGuard<'_> {
+    fn drop(&mut self) {
+        let t = self.task;
+        t.pop_held(&self.lr.name);
+        t.set_preempt_count(t.preempt_count().saturating_sub(1));
+        if std::thread::panicking() {
+            return;
+        }
+        let w = self.lr.word.read_once(t);
+        self.lr.word.store_release(t, w & !LOCKED);
+    }
+}

@@ -1,0 +1,145 @@
+//! Sleeping locks and wait queues (kernel/locking/mutex.c, rwsem.c,
+//! include/linux/wait.h, v6.12).
+//!
+//! Every acquisition first calls `might_sleep`: blocking inside an RCU
+//! read-side section, under a spinlock, with IRQs off, in interrupt context or
+//! in a walk marked non-blocking is a violation. Acquire is ACQUIRE and
+//! release is RELEASE, as for spinlocks.
+
+use super::atomic::Atomic;
+use crate::exec::{Counter, Task};
+use crate::sync;
+
+/// struct mutex.
+pub struct Mutex {
+    name: String,
+    raw: sync::Mutex,
+}
+
+/// A held [`Mutex`]; unlocks on drop.
+pub struct MutexGuard<'a> {
+    name: &'a str,
+    task: &'a Task,
+    _raw: sync::MutexGuard<'a>,
+}
+
+impl Mutex {
+    pub fn new(name: impl Into<String>) -> Mutex {
+        Mutex {
+            name: name.into(),
+            raw: sync::Mutex::new(),
+        }
+    }
+
+    /// mutex_lock: may sleep.
+    pub fn mutex_lock<'a>(&'a self, t: &'a Task) -> MutexGuard<'a> {
+        t.might_sleep(&format!("mutex_lock({})", self.name));
+        let raw = self.raw.lock();
+        t.cost(Counter::SleepingLock, 1);
+        t.step(format!("mutex_lock({})", self.name));
+        MutexGuard {
+            name: &self.name,
+            task: t,
+            _raw: raw,
+        }
+    }
+}
+
+impl MutexGuard<'_> {
+    /// mutex_unlock (same as dropping the guard).
+    pub fn mutex_unlock(self) {}
+}
+
+impl Drop for MutexGuard<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.task.step(format!("mutex_unlock({})", self.name));
+        }
+    }
+}
+
+/// struct rw_semaphore (`inode->i_rwsem`): readers share, a writer excludes
+/// everyone. Writers serialise on an engine mutex and wait for readers to
+/// drain; readers pass through the same mutex, so a waiting writer holds new
+/// readers off.
+pub struct RwSemaphore {
+    name: String,
+    writer: sync::Mutex,
+    readers: Atomic,
+}
+
+/// A held [`RwSemaphore`], shared or exclusive; released on drop.
+pub struct RwGuard<'a> {
+    sem: &'a RwSemaphore,
+    task: &'a Task,
+    writer: Option<sync::MutexGuard<'a>>,
+}
+
+impl RwSemaphore {
+    pub fn new(name: impl Into<String>) -> RwSemaphore {
+        let name = name.into();
+        RwSemaphore {
+            readers: Atomic::new(format!("{name}.readers"), 0),
+            writer: sync::Mutex::new(),
+            name,
+        }
+    }
+
+    /// down_read (inode_lock_shared): may sleep.
+    pub fn down_read<'a>(&'a self, t: &'a Task) -> RwGuard<'a> {
+        t.might_sleep(&format!("down_read({})", self.name));
+        let w = self.writer.lock();
+        self.readers.atomic_add_return(t, 1);
+        drop(w);
+        t.cost(Counter::SleepingLock, 1);
+        RwGuard {
+            sem: self,
+            task: t,
+            writer: None,
+        }
+    }
+
+    /// down_write (inode_lock): may sleep.
+    pub fn down_write<'a>(&'a self, t: &'a Task) -> RwGuard<'a> {
+        t.might_sleep(&format!("down_write({})", self.name));
+        let w = self.writer.lock();
+        while self.readers.atomic_read_acquire(t) != 0 {
+            sync::yield_now();
+        }
+        t.cost(Counter::SleepingLock, 1);
+        t.step(format!("down_write({})", self.name));
+        RwGuard {
+            sem: self,
+            task: t,
+            writer: Some(w),
+        }
+    }
+}
+
+impl RwGuard<'_> {
+    /// up_read / up_write (same as dropping the guard).
+    pub fn up(self) {}
+}
+
+impl Drop for RwGuard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        if self.writer.take().is_some() {
+            self.task.step(format!("up_write({})", self.sem.name));
+        } else {
+            self.sem.readers.atomic_sub_return(self.task, 1);
+        }
+    }
+}
+
+/// wait_event(wq, condition): sleep until `condition` holds. The condition
+/// is re-checked after every wake-up, so a wake_up_all issued after the
+/// condition became true is never lost.
+pub fn wait_event(t: &Task, what: &str, mut condition: impl FnMut() -> bool) {
+    t.might_sleep(&format!("wait_event({what})"));
+    while !condition() {
+        sync::yield_now();
+    }
+}

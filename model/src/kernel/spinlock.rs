@@ -1,0 +1,201 @@
+//! spinlock_t and the data it guards (include/linux/spinlock.h, v6.12).
+//!
+//! `spin_lock` is ACQUIRE and `spin_unlock` RELEASE: critical sections of one
+//! lock are totally ordered and each unlock→lock is a happens-before edge
+//! (an engine mutex gives exactly that). Holding a spinlock is atomic context:
+//! the holder's [`Task`] records it so `might_sleep` and lockdep can object.
+//!
+//! Data guarded by a lock is a [`Locked<T>`]: plain memory, reachable only
+//! through a guard of *its* lock (lockdep_assert_held as a type), and
+//! observable by specs with [`Locked::peek`] without an engine operation.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex as GhostMutex;
+
+use crate::exec::{Counter, Task};
+use crate::sync;
+
+static NEXT_LOCK_ID: AtomicUsize = AtomicUsize::new(1);
+
+/// A kernel spinlock (non-sleeping, disables preemption while held).
+pub struct SpinLock {
+    name: String,
+    id: usize,
+    raw: sync::Mutex,
+    held: AtomicBool,
+}
+
+/// Proof that a [`SpinLock`] is held by `task`; unlocks on drop.
+pub struct SpinGuard<'a> {
+    lock: &'a SpinLock,
+    task: &'a Task,
+    irqsave: bool,
+    _raw: sync::MutexGuard<'a>,
+}
+
+impl SpinLock {
+    pub fn new(name: impl Into<String>) -> SpinLock {
+        SpinLock {
+            name: name.into(),
+            id: NEXT_LOCK_ID.fetch_add(1, Ordering::Relaxed),
+            raw: sync::Mutex::new(),
+            held: AtomicBool::new(false),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether some task holds the lock (ghost, for observers).
+    pub fn is_locked(&self) -> bool {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    /// spin_lock: acquire, entering atomic context.
+    pub fn spin_lock<'a>(&'a self, t: &'a Task) -> SpinGuard<'a> {
+        let raw = self.raw.lock();
+        self.acquired(t, raw, false)
+    }
+
+    /// spin_lock_irqsave: acquire with local interrupts disabled.
+    pub fn spin_lock_irqsave<'a>(&'a self, t: &'a Task) -> SpinGuard<'a> {
+        t.set_irqs_off(t.irqs_off_depth() + 1);
+        t.cost(Counter::IrqToggle, 1);
+        let raw = self.raw.lock();
+        self.acquired(t, raw, true)
+    }
+
+    /// spin_trylock: acquire if free, never spin.
+    pub fn spin_trylock<'a>(&'a self, t: &'a Task) -> Option<SpinGuard<'a>> {
+        match self.raw.try_lock() {
+            Some(raw) => Some(self.acquired(t, raw, false)),
+            None => {
+                t.step(format!("spin_trylock({}) busy", self.name));
+                None
+            }
+        }
+    }
+
+    fn acquired<'a>(&'a self, t: &'a Task, raw: sync::MutexGuard<'a>, irqsave: bool) -> SpinGuard<'a> {
+        self.held.store(true, Ordering::SeqCst);
+        t.set_preempt_count(t.preempt_count() + 1);
+        t.cost(Counter::LockAcquire, 1);
+        t.step(format!("spin_lock({})", self.name));
+        t.push_held(&self.name);
+        SpinGuard {
+            lock: self,
+            task: t,
+            irqsave,
+            _raw: raw,
+        }
+    }
+}
+
+impl<'a> SpinGuard<'a> {
+    /// spin_unlock (or spin_unlock_irqrestore): same as dropping the guard,
+    /// spelled out where the kernel code unlocks explicitly.
+    pub fn unlock(self) {}
+
+    pub fn task(&self) -> &'a Task {
+        self.task
+    }
+
+    fn is_of(&self, id: usize) -> bool {
+        self.lock.id == id
+    }
+}
+
+impl Drop for SpinGuard<'_> {
+    fn drop(&mut self) {
+        let t = self.task;
+        t.pop_held(&self.lock.name);
+        if !std::thread::panicking() {
+            t.step(format!("spin_unlock({})", self.lock.name));
+        }
+        self.lock.held.store(false, Ordering::SeqCst);
+        t.set_preempt_count(t.preempt_count().saturating_sub(1));
+        if self.irqsave {
+            t.set_irqs_off(t.irqs_off_depth().saturating_sub(1));
+        }
+        // `_raw` drops after this body: the engine sees the release last.
+    }
+}
+
+/// Data guarded by one spinlock.
+pub struct Locked<T> {
+    lock_id: usize,
+    lock_name: String,
+    data: GhostMutex<T>,
+}
+
+impl<T> Locked<T> {
+    /// Data that only `lock`'s holder may touch.
+    pub fn new(lock: &SpinLock, data: T) -> Locked<T> {
+        Locked {
+            lock_id: lock.id,
+            lock_name: lock.name.clone(),
+            data: GhostMutex::new(data),
+        }
+    }
+
+    fn check(&self, g: &SpinGuard<'_>) {
+        if !g.is_of(self.lock_id) {
+            g.task.violation(
+                "lockdep",
+                format!(
+                    "data guarded by {} accessed holding {}",
+                    self.lock_name, g.lock.name
+                ),
+            );
+        }
+    }
+
+    fn data(&self) -> std::sync::MutexGuard<'_, T> {
+        if sync::backend() == sync::Backend::Std {
+            return self.data.lock().unwrap_or_else(|p| p.into_inner());
+        }
+        // Coroutines only switch at engine operations, so under loom and
+        // shuttle a busy cell means a step was recorded from inside one of
+        // the closures below: a model bug, not contention.
+        match self.data.try_lock() {
+            Ok(d) => d,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => panic!(
+                "data guarded by {} observed while borrowed: record steps after `update`, \
+                 or use `apply`",
+                self.lock_name
+            ),
+        }
+    }
+
+    /// Reads the guarded data (lockdep_assert_held). `f` records no step.
+    pub fn get<R>(&self, g: &SpinGuard<'_>, f: impl FnOnce(&T) -> R) -> R {
+        self.check(g);
+        f(&self.data())
+    }
+
+    /// Updates the guarded data (lockdep_assert_held). `f` records no step.
+    pub fn update<R>(&self, g: &SpinGuard<'_>, f: impl FnOnce(&mut T) -> R) -> R {
+        self.check(g);
+        f(&mut self.data())
+    }
+
+    /// Updates the guarded data, then records the effect `f` describes as one
+    /// step (so invariants observe the updated state).
+    pub fn apply(&self, g: &SpinGuard<'_>, f: impl FnOnce(&mut T) -> String) {
+        let effect = self.update(g, f);
+        g.task.step(effect);
+    }
+
+    /// Observes the data without the lock: for specs only.
+    pub fn peek<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        f(&self.data())
+    }
+
+    /// Initialises or inspects the data where no other thread can exist yet
+    /// (scenario set-up, final checks after every thread joined).
+    pub fn exclusive<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        f(&mut self.data())
+    }
+}

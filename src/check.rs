@@ -1,0 +1,316 @@
+//! A check: (model, variant, scenario, engine, budget) → verdict.
+//!
+//! The verdict is what the engine reported, never what the registry expects:
+//! comparing the two is the caller's business (the verdict table in tests,
+//! `vfsmc check` with no model).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use vfsmc_model::exec::{OpCost, Record};
+use vfsmc_specs::{Expected, Model, Run, Scenario, Variant};
+
+use crate::engine::{self, Body, Budget, EngineKind, Exploration};
+use crate::render;
+
+/// What a check found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every invariant held on every execution explored, and every goal was
+    /// reached (or, for a random engine, the unreached ones are reported).
+    Holds,
+    /// An invariant broke: trace and replay line attached.
+    Violates,
+    /// An exhaustive search held but never reached a declared goal: the
+    /// scenario does not exercise its race, so "holds" would be vacuous.
+    Unreached,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Verdict::Holds => "holds",
+            Verdict::Violates => "violates",
+            Verdict::Unreached => "unreached",
+        })
+    }
+}
+
+/// Everything needed to run one check.
+#[derive(Clone)]
+pub struct Check {
+    pub model: &'static dyn Model,
+    pub variant: &'static Variant,
+    pub scenario: &'static Scenario,
+    pub engine: EngineKind,
+    pub budget: Budget,
+    /// Scenario bytes of a generated scenario.
+    pub input: Vec<u8>,
+    /// Replay this shuttle schedule instead of searching.
+    pub schedule: Option<String>,
+}
+
+/// The outcome of a check.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub model: String,
+    pub variant: String,
+    pub scenario: String,
+    pub engine: EngineKind,
+    pub verdict: Verdict,
+    pub invariant: Option<String>,
+    pub executions: usize,
+    pub exhaustive: bool,
+    pub max_preemptions: Option<usize>,
+    pub seed: u64,
+    pub schedule: Option<String>,
+    pub input: Vec<u8>,
+    pub record: Option<Record>,
+    pub unreached: Vec<String>,
+    pub expected: Expected,
+}
+
+impl Check {
+    /// A check of `variant` on `scenario` with the registry's default budget
+    /// for `engine` (loom: the scenario's PR-tier preemption bound).
+    pub fn new(
+        model: &'static dyn Model,
+        variant: &'static Variant,
+        scenario: &'static Scenario,
+        engine: EngineKind,
+    ) -> Check {
+        let budget = Budget {
+            max_preemptions: scenario.loom_bound,
+            ..Budget::default()
+        };
+        Check {
+            model,
+            variant,
+            scenario,
+            engine,
+            budget,
+            input: Vec::new(),
+            schedule: None,
+        }
+    }
+
+    fn run_spec(&self) -> Run {
+        Run {
+            variant: self.variant.name.to_string(),
+            scenario: self.scenario.name.to_string(),
+            input: self.input.clone(),
+        }
+    }
+
+    /// The closure an engine runs once per execution.
+    pub fn body(&self) -> Body {
+        body_for(self.model, self.run_spec())
+    }
+
+    /// Runs the check.
+    pub fn run(&self) -> Result<Report, String> {
+        let exploration = match &self.schedule {
+            Some(s) => engine::replay(s, self.body())?,
+            None => engine::explore(self.engine, &self.budget, self.body()),
+        };
+        Ok(self.report(exploration))
+    }
+
+    fn report(&self, e: Exploration) -> Report {
+        let exhaustive_engine = matches!(self.engine, EngineKind::Loom | EngineKind::Dfs) && e.exhaustive;
+        let unreached: Vec<String> = if e.failure.is_none() && self.schedule.is_none() {
+            self.scenario
+                .goals
+                .iter()
+                .filter(|g| !e.reached.contains(**g))
+                .map(|g| g.to_string())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let verdict = match (&e.failure, unreached.is_empty()) {
+            (Some(_), _) => Verdict::Violates,
+            (None, false) if exhaustive_engine => Verdict::Unreached,
+            _ => Verdict::Holds,
+        };
+        let max_preemptions = match self.engine {
+            EngineKind::Loom => e.preemption_bound,
+            _ => e.failure.as_ref().and_then(|f| f.preemptions),
+        };
+        Report {
+            model: self.model.name().to_string(),
+            variant: self.variant.name.to_string(),
+            scenario: self.scenario.name.to_string(),
+            engine: self.engine,
+            verdict,
+            invariant: e
+                .failure
+                .as_ref()
+                .and_then(|f| f.record.violation.as_ref())
+                .map(|v| v.invariant.clone()),
+            executions: e.executions,
+            exhaustive: e.exhaustive,
+            max_preemptions,
+            seed: self.budget.seed,
+            schedule: e.failure.as_ref().and_then(|f| f.schedule.clone()),
+            input: self.input.clone(),
+            record: e.failure.map(|f| f.record),
+            unreached,
+            expected: self.variant.expected,
+        }
+    }
+}
+
+/// The closure that runs one execution of `run` on `model`.
+pub fn body_for(model: &'static dyn Model, run: Run) -> Body {
+    Arc::new(move || model.execute(&run))
+}
+
+/// FNV-1a, 64 bit: stable across machines and Rust versions.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// A fingerprint of the model's scheduling points for `run`: a hash of every
+/// step of the canonical sequential execution. A corpus seed recorded
+/// against another fingerprint is stale and fails loudly.
+pub fn fingerprint(model: &'static dyn Model, run: &Run) -> String {
+    let record = engine::sequential_record(body_for(model, run.clone()));
+    let mut text = String::new();
+    for e in &record.events {
+        text.push_str(&format!("{}|{}|{}|{}\n", e.thread, e.context, e.func, e.effect));
+    }
+    format!("{:016x}", fnv1a(text.as_bytes()))
+}
+
+/// Cost per operation in the canonical sequential execution.
+pub fn costs(model: &'static dyn Model, run: &Run) -> BTreeMap<String, OpCost> {
+    engine::sequential_record(body_for(model, run.clone())).costs
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Parses a hex string (scenario bytes).
+pub fn unhex(s: &str) -> Result<Vec<u8>, String> {
+    if s.len() % 2 != 0 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("'{s}' is not an even-length hex string"));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| e.to_string()))
+        .collect()
+}
+
+impl Report {
+    /// The one-line command that reproduces this report's failure.
+    pub fn replay_line(&self) -> String {
+        let mut line = format!(
+            "vfsmc check {} --variant {} --scenario {} --engine {}",
+            self.model, self.variant, self.scenario, self.engine
+        );
+        if !self.input.is_empty() {
+            line.push_str(&format!(" --input {}", hex(&self.input)));
+        }
+        match (self.engine, &self.schedule) {
+            (EngineKind::Loom, _) => {
+                if let Some(n) = self.max_preemptions {
+                    line.push_str(&format!(" --max-preemptions {n}"));
+                }
+            }
+            (_, Some(s)) => line.push_str(&format!(" --schedule {s}")),
+            (EngineKind::Stress, None) => {
+                return "(stress failures do not replay: re-run with --engine loom or pct)".to_string()
+            }
+            _ => line.push_str(&format!(" --seed {}", self.seed)),
+        }
+        line
+    }
+
+    fn coverage(&self) -> String {
+        let bound = match (self.engine, self.max_preemptions) {
+            (EngineKind::Loom, Some(n)) => format!(", preemption bound {n}"),
+            (EngineKind::Loom, None) => ", unbounded".to_string(),
+            _ => String::new(),
+        };
+        let seed = if self.engine.is_shuttle() && self.engine != EngineKind::Dfs {
+            format!(", seed {}", self.seed)
+        } else {
+            String::new()
+        };
+        let exhaustive = if self.exhaustive { "exhaustive" } else { "not exhaustive" };
+        format!("{} executions, {exhaustive}{bound}{seed}", self.executions)
+    }
+
+    /// A one-line summary: `model/variant scenario engine: verdict (...)`.
+    pub fn summary(&self) -> String {
+        let what = match (&self.verdict, &self.invariant) {
+            (Verdict::Violates, Some(inv)) => format!("violates {inv}"),
+            (Verdict::Unreached, _) => format!("unreached goal(s): {}", self.unreached.join(", ")),
+            (v, _) => v.to_string(),
+        };
+        format!(
+            "{}/{} [{}] {}: {what} ({})",
+            self.model,
+            self.variant,
+            self.scenario,
+            self.engine,
+            self.coverage()
+        )
+    }
+
+    /// The text report: summary, trace for a violation, replay line.
+    pub fn text(&self) -> String {
+        let mut out = self.summary() + "\n";
+        if self.verdict == Verdict::Holds && !self.unreached.is_empty() {
+            out.push_str(&format!(
+                "warning: goal(s) never reached in {} executions: {}\n",
+                self.executions,
+                self.unreached.join(", ")
+            ));
+        }
+        if let Some(r) = &self.record {
+            out.push('\n');
+            out.push_str(&render::text_trace(r));
+            out.push_str(&format!("\nreplay: {}\n", self.replay_line()));
+        }
+        out
+    }
+
+    /// The JSON object `--format json` prints for this check.
+    pub fn json(&self) -> Value {
+        json!({
+            "model": self.model,
+            "variant": self.variant,
+            "scenario": self.scenario,
+            "engine": self.engine.name(),
+            "verdict": self.verdict.to_string(),
+            "expected": self.expected.to_string(),
+            "invariant": self.invariant,
+            "executions": self.executions,
+            "exhaustive": self.exhaustive,
+            "max_preemptions": self.max_preemptions,
+            "seed": self.seed,
+            "schedule": self.schedule,
+            "input": if self.input.is_empty() { None } else { Some(hex(&self.input)) },
+            "unreached_goals": self.unreached,
+            "replay": self.record.as_ref().map(|_| self.replay_line()),
+            "trace": self.record.as_ref().map(render::json_trace),
+        })
+    }
+
+    /// Whether the verdict agrees with the registry's expectation.
+    pub fn matches_expected(&self) -> bool {
+        match self.expected {
+            Expected::Holds => self.verdict == Verdict::Holds,
+            Expected::Violates(inv) => {
+                self.verdict == Verdict::Violates && self.invariant.as_deref() == Some(inv)
+            }
+        }
+    }
+}
