@@ -314,3 +314,19 @@ impl Report {
         }
     }
 }
+
+/// The checks the registry implies for `model` on `engine`: every variant on
+/// its default scenarios (a violating variant on its witness, a holding one
+/// on every hand-written scenario), with the registry's default budget.
+pub fn registry_checks(model: &'static dyn Model, engine: EngineKind) -> Vec<Check> {
+    model
+        .variants()
+        .iter()
+        .flat_map(|v| {
+            model
+                .scenarios_for(v)
+                .into_iter()
+                .map(move |s| Check::new(model, v, s, engine))
+        })
+        .collect()
+}

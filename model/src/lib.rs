@@ -7,11 +7,14 @@
 //! - [`kernel`]: kernel primitives (spinlock, mutex/rwsem, seqcount, lockref,
 //!   RCU and slab lifetimes, per-CPU data and interrupts, bitmaps,
 //!   double-width cmpxchg, error pointers, barriers).
-//! - [`litmus`]: the kernel's litmus tests written against the primitives.
+//! - [`fdtable`]: fs/file.c, the fd bitmap fast path and its neighbours.
+//! - [`freelist`]: mm/slub.c, the per-CPU ABA-safe freelist.
 //!
 //! Models never name an engine: they are written once and run under loom,
 //! shuttle and std alike.
 
 pub mod exec;
+pub mod fdtable;
+pub mod freelist;
 pub mod kernel;
 pub mod sync;

@@ -7,7 +7,10 @@
 //!
 //! Engines never appear here; models never mention a spec.
 
+pub mod fdtable;
+pub mod freelist;
 pub mod litmus;
+pub mod primitives;
 
 use std::fmt;
 
@@ -103,7 +106,12 @@ pub trait Model: Send + Sync {
 
 /// Every model, in `vfsmc list` order.
 pub fn models() -> Vec<&'static dyn Model> {
-    vec![&litmus::Litmus]
+    vec![
+        &litmus::Litmus,
+        &primitives::Primitives,
+        &fdtable::Fdtable,
+        &freelist::Freelist,
+    ]
 }
 
 /// The model called `name`.

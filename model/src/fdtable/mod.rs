@@ -1,0 +1,1 @@
+//! fs/file.c: the fd table (being written).

@@ -1,0 +1,1 @@
+//! mm/slub.c: the per-CPU freelist (being written).
