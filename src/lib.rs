@@ -1,7 +1,10 @@
-//! vfsmc: the checker. Engines, checks, trace rendering, corpus and replay.
-//! Models live in `vfsmc-model`, what must hold in `vfsmc-specs`.
+//! vfsmc: the checker — engines, checks, trace rendering, corpus and replay,
+//! and the command line. Models live in `vfsmc-model`, what must hold in
+//! `vfsmc-specs`; nothing here knows a model.
 
 pub mod check;
+pub mod cli;
+pub mod corpus;
 pub mod engine;
 pub mod quiet;
 pub mod render;

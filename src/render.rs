@@ -94,7 +94,9 @@ pub fn text_trace(record: &Record) -> String {
         let i = cols.iter().position(|c| *c == e.thread).unwrap_or(0);
         let mut lines = Vec::new();
         if last_func[i] != Some(e.func.as_str()) {
-            lines.push(format!("{}:", e.func));
+            if e.func != "-" {
+                lines.push(format!("{}:", e.func));
+            }
             last_func[i] = Some(e.func.as_str());
         }
         for l in wrap(&e.effect, col_w - 1) {
@@ -103,7 +105,11 @@ pub fn text_trace(record: &Record) -> String {
         for (k, l) in lines.into_iter().enumerate() {
             let mut cells = vec![String::new(); ncols];
             cells[i] = l;
-            let step = if k == 0 { format!("{:>3}", n + 1) } else { String::new() };
+            let step = if k == 0 {
+                format!("{:>3}", n + 1)
+            } else {
+                String::new()
+            };
             out.push(row(&step, &cells, col_w));
         }
     }
@@ -115,7 +121,10 @@ pub fn text_trace(record: &Record) -> String {
             format!(" in {}", v.thread)
         };
         out.extend(wrap(
-            &format!("VIOLATED {} after step {}{who}: {}", v.invariant, v.step, v.message),
+            &format!(
+                "VIOLATED {} after step {}{who}: {}",
+                v.invariant, v.step, v.message
+            ),
             WIDTH,
         ));
         if !v.state.is_empty() {

@@ -63,7 +63,10 @@ impl Rcu {
         match names.iter().position(|n| n == t.name()) {
             Some(i) => i,
             None => {
-                assert!(names.len() < MAX_READERS, "too many RCU readers in one scenario");
+                assert!(
+                    names.len() < MAX_READERS,
+                    "too many RCU readers in one scenario"
+                );
                 names.push(t.name().to_string());
                 names.len() - 1
             }
@@ -135,7 +138,10 @@ impl Rcu {
         if waited.is_empty() {
             t.step(format!("synchronize_rcu() gp {gp}, no readers"));
         } else {
-            t.step(format!("synchronize_rcu() gp {gp}, waited for {}", waited.join(", ")));
+            t.step(format!(
+                "synchronize_rcu() gp {gp}, waited for {}",
+                waited.join(", ")
+            ));
         }
     }
 
@@ -260,7 +266,10 @@ impl<T> Slab<T> {
             drop(st);
             reinit(&obj);
             let r = i as u64 + 1;
-            t.step(format!("kmem_cache_alloc: {} recycled (gen {gen})", self.label(r)));
+            t.step(format!(
+                "kmem_cache_alloc: {} recycled (gen {gen})",
+                self.label(r)
+            ));
             return r;
         }
         st.objects.push((Arc::new(fresh()), Life::Live { gen: 1 }));
@@ -275,7 +284,10 @@ impl<T> Slab<T> {
     /// never, in these models: the slab page outlives every reader).
     pub fn get(&self, t: &Task, obj: ObjRef) -> Arc<T> {
         if obj == 0 {
-            t.violation("null_deref", format!("NULL {} pointer dereferenced", self.name));
+            t.violation(
+                "null_deref",
+                format!("NULL {} pointer dereferenced", self.name),
+            );
         }
         let st = ghost(&self.state);
         let (o, life) = &st.objects[(obj - 1) as usize];

@@ -1,0 +1,510 @@
+//! The `vfsmc` command line. Exit codes: 0 every invariant held (or every
+//! verdict matched the registry), 1 a violation (or a mismatch, or a replay
+//! that did not reproduce), 2 bad input — always with a message naming the
+//! argument, file or line and what was expected, never a panic.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use vfsmc_model::exec::{Counter, OpCost};
+use vfsmc_specs::{Expected, Model, Run, Scenario, Variant};
+
+use crate::check::{self, Check, Report, Verdict};
+use crate::corpus::{self, Entry, ReplayError};
+use crate::engine::{Budget, EngineKind};
+
+#[derive(Parser)]
+#[command(
+    name = "vfsmc",
+    version,
+    about = "Model checker for the Linux open(2) hot path"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// One line per model variant: MODEL VARIANT EXPECTED.
+    List,
+    /// Check variants; with no MODEL, check the whole registry against its
+    /// expected verdicts.
+    Check(CheckArgs),
+    /// Replay corpus files; exit 0 when each reproduces its recorded outcome.
+    Replay {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Executions per second, executions explored, runs and time to first
+    /// failure, per engine. Numbers are printed, never asserted.
+    Bench(BenchArgs),
+    /// Side-by-side cost counters of two variants (sequential execution).
+    Diff {
+        model: String,
+        a: String,
+        b: String,
+        #[arg(long)]
+        scenario: Option<String>,
+    },
+}
+
+#[derive(clap::Args)]
+struct CheckArgs {
+    model: Option<String>,
+    #[arg(long)]
+    variant: Option<String>,
+    #[arg(long)]
+    scenario: Option<String>,
+    #[arg(long, default_value = "loom")]
+    engine: String,
+    /// Executions for random/pct/dfs/stress (a cap for loom).
+    #[arg(long)]
+    iterations: Option<usize>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// loom: largest preemption bound (default: the scenario's PR-tier bound).
+    #[arg(long)]
+    max_preemptions: Option<usize>,
+    /// PCT depth (preemptions the bug needs + 1).
+    #[arg(long, default_value_t = 3)]
+    pct_depth: usize,
+    /// Replay this shuttle schedule (as printed by a failing check).
+    #[arg(long)]
+    schedule: Option<String>,
+    /// Scenario bytes (hex) of a generated scenario.
+    #[arg(long)]
+    input: Option<String>,
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Write a corpus file for each violation (into DIR, default corpus/).
+    #[arg(long, num_args = 0..=1, default_missing_value = "corpus")]
+    save_corpus: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    model: Option<String>,
+    #[arg(long)]
+    variant: Option<String>,
+    /// Seeds per random/PCT measurement (the median is reported).
+    #[arg(long, default_value_t = 20)]
+    seeds: u64,
+    /// Cap on executions per search.
+    #[arg(long, default_value_t = 100_000)]
+    iterations: usize,
+}
+
+/// Bad input: printed with its context, exit 2.
+struct BadInput(String);
+
+type Out<T> = Result<T, BadInput>;
+
+/// Runs the CLI; returns the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::List => Ok(list()),
+        Command::Check(a) => run_check(a),
+        Command::Replay { files } => Ok(replay(&files)),
+        Command::Bench(a) => bench(a),
+        Command::Diff {
+            model,
+            a,
+            b,
+            scenario,
+        } => diff(&model, &a, &b, scenario.as_deref()),
+    };
+    match result {
+        Ok(code) => code,
+        Err(BadInput(msg)) => {
+            eprintln!("vfsmc: {msg}");
+            2
+        }
+    }
+}
+
+fn list() -> i32 {
+    for m in vfsmc_specs::models() {
+        for v in m.variants() {
+            println!("{} {} {}", m.name(), v.name, v.expected);
+        }
+    }
+    0
+}
+
+fn names<T>(items: &[T], name: impl Fn(&T) -> &str) -> String {
+    items.iter().map(name).collect::<Vec<_>>().join(", ")
+}
+
+fn find_model(name: &str) -> Out<&'static dyn Model> {
+    vfsmc_specs::model(name).ok_or_else(|| {
+        let known: Vec<&str> = vfsmc_specs::models().iter().map(|m| m.name()).collect();
+        BadInput(format!(
+            "unknown model '{name}' (expected one of: {})",
+            known.join(", ")
+        ))
+    })
+}
+
+fn find_variant(m: &'static dyn Model, name: &str) -> Out<&'static Variant> {
+    m.variant(name).ok_or_else(|| {
+        BadInput(format!(
+            "model '{}' has no variant '{name}' (expected one of: {})",
+            m.name(),
+            names(m.variants(), |v| v.name)
+        ))
+    })
+}
+
+fn find_scenario(m: &'static dyn Model, name: &str) -> Out<&'static Scenario> {
+    m.scenario(name).ok_or_else(|| {
+        BadInput(format!(
+            "model '{}' has no scenario '{name}' (expected one of: {})",
+            m.name(),
+            names(m.scenarios(), |s| s.name)
+        ))
+    })
+}
+
+fn budget_of(a: &CheckArgs, engine: EngineKind) -> Out<Budget> {
+    if a.iterations == Some(0) {
+        return Err(BadInput("--iterations must be at least 1".into()));
+    }
+    if a.pct_depth == 0 {
+        return Err(BadInput(
+            "--pct-depth must be at least 1 (depth = preemptions + 1)".into(),
+        ));
+    }
+    if let Some(n) = a.max_preemptions {
+        if engine != EngineKind::Loom {
+            return Err(BadInput(format!(
+                "--max-preemptions bounds loom only; engine '{engine}' takes --iterations/--pct-depth"
+            )));
+        }
+        if n > 16 {
+            return Err(BadInput(format!(
+                "--max-preemptions {n} is beyond any tractable loom search (expected 0..=16, or omit it)"
+            )));
+        }
+    }
+    if a.schedule.is_some() && !engine.is_shuttle() {
+        return Err(BadInput(format!(
+            "--schedule replays a shuttle engine (random, pct, dfs), not '{engine}'"
+        )));
+    }
+    let d = Budget::default();
+    Ok(Budget {
+        iterations: a.iterations.unwrap_or(d.iterations),
+        seed: a.seed,
+        max_preemptions: a.max_preemptions,
+        loom_cap: if engine == EngineKind::Loom {
+            a.iterations
+        } else {
+            None
+        },
+        pct_depth: a.pct_depth,
+    })
+}
+
+fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Check>> {
+    let input = match &a.input {
+        Some(h) => check::unhex(h).map_err(|e| BadInput(format!("--input: {e}")))?,
+        None => Vec::new(),
+    };
+    let models: Vec<&'static dyn Model> = match &a.model {
+        Some(name) => vec![find_model(name)?],
+        None => {
+            if a.variant.is_some() || a.scenario.is_some() {
+                return Err(BadInput("--variant and --scenario need a MODEL".into()));
+            }
+            vfsmc_specs::models()
+        }
+    };
+    let mut checks = Vec::new();
+    for m in models {
+        let variants: Vec<&'static Variant> = match &a.variant {
+            Some(v) => vec![find_variant(m, v)?],
+            None => m.variants().iter().collect(),
+        };
+        for v in variants {
+            let scenarios = match &a.scenario {
+                Some(s) => vec![find_scenario(m, s)?],
+                None => m.scenarios_for(v),
+            };
+            for s in scenarios {
+                if s.generated && input.is_empty() {
+                    return Err(BadInput(format!(
+                        "scenario '{}' is generated from bytes: give them with --input HEX",
+                        s.name
+                    )));
+                }
+                let mut c = Check::new(m, v, s, engine);
+                c.budget = Budget {
+                    max_preemptions: budget.max_preemptions.or(s.loom_bound),
+                    ..budget.clone()
+                };
+                c.input = input.clone();
+                c.schedule = a.schedule.clone();
+                checks.push(c);
+            }
+        }
+    }
+    Ok(checks)
+}
+
+fn run_check(a: CheckArgs) -> Out<i32> {
+    let engine: EngineKind = a
+        .engine
+        .parse()
+        .map_err(|e| BadInput(format!("--engine: {e}")))?;
+    let budget = budget_of(&a, engine)?;
+    let checks = checks_for(&a, engine, &budget)?;
+    let registry_mode = a.model.is_none();
+    let mut failed = false;
+    for c in &checks {
+        let r = c.run().map_err(BadInput)?;
+        if registry_mode {
+            failed |= !r.matches_expected();
+        } else {
+            failed |= r.verdict != Verdict::Holds;
+        }
+        print_report(&r, a.format, registry_mode);
+        if let (Some(dir), Some(_)) = (&a.save_corpus, &r.record) {
+            let path = corpus::save(dir, &Entry::from_report(&r, c))
+                .map_err(|e| BadInput(format!("--save-corpus {}: {e}", dir.display())))?;
+            eprintln!("corpus: wrote {}", path.display());
+        }
+    }
+    Ok(i32::from(failed))
+}
+
+fn print_report(r: &Report, format: Format, registry_mode: bool) {
+    match format {
+        Format::Json => println!("{}", r.json()),
+        Format::Text if registry_mode => {
+            let mark = if r.matches_expected() { "ok  " } else { "FAIL" };
+            println!(
+                "{mark} expected {:<28} {}",
+                r.expected.to_string(),
+                r.summary()
+            );
+            if !r.matches_expected() {
+                print!("{}", r.text());
+            }
+        }
+        Format::Text => print!("{}", r.text()),
+    }
+}
+
+fn replay(files: &[PathBuf]) -> i32 {
+    let mut code = 0;
+    for f in files {
+        let name = f.display().to_string();
+        let text = match std::fs::read_to_string(f) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("vfsmc: {name}: {e}");
+                return 2;
+            }
+        };
+        let entry = match Entry::parse(&name, &text) {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("vfsmc: {e}");
+                return 2;
+            }
+        };
+        match corpus::replay(&name, &entry) {
+            Ok(r) => {
+                println!("{name}: reproduced {}", entry.expect);
+                print!("{}", r.text());
+            }
+            Err(ReplayError::Input(m)) => {
+                eprintln!("vfsmc: {m}");
+                return 2;
+            }
+            Err(e) => {
+                eprintln!("vfsmc: {e}");
+                code = 1;
+            }
+        }
+    }
+    code
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+fn bench(a: BenchArgs) -> Out<i32> {
+    if a.seeds == 0 || a.iterations == 0 {
+        return Err(BadInput(
+            "--seeds and --iterations must be at least 1".into(),
+        ));
+    }
+    let models = match &a.model {
+        Some(m) => vec![find_model(m)?],
+        None => vfsmc_specs::models(),
+    };
+    println!("vfsmc bench: wall-clock numbers on this machine; they vary between runs");
+    for m in models {
+        let variants: Vec<&'static Variant> = match &a.variant {
+            Some(v) => vec![find_variant(m, v)?],
+            None => m.variants().iter().collect(),
+        };
+        for v in variants {
+            for s in m.scenarios_for(v) {
+                match v.expected {
+                    Expected::Violates(_) => bench_first_failure(m, v, s, &a),
+                    Expected::Holds => bench_throughput(m, v, s, &a),
+                }
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn timed(c: &Check) -> (Report, f64) {
+    let start = Instant::now();
+    let r = c
+        .run()
+        .expect("a search without a schedule cannot fail to start");
+    (r, start.elapsed().as_secs_f64())
+}
+
+fn bench_first_failure(
+    m: &'static dyn Model,
+    v: &'static Variant,
+    s: &'static Scenario,
+    a: &BenchArgs,
+) {
+    let mut c = Check::new(m, v, s, EngineKind::Loom);
+    let (r, secs) = timed(&c);
+    println!(
+        "{}/{} [{}] loom: first failure after {} executions, {:.3}s ({})",
+        m.name(),
+        v.name,
+        s.name,
+        r.executions,
+        secs,
+        r.invariant.as_deref().unwrap_or("not found")
+    );
+    for engine in [EngineKind::Random, EngineKind::Pct] {
+        let (mut runs, mut times, mut missed) = (Vec::new(), Vec::new(), 0);
+        for seed in 1..=a.seeds {
+            c = Check::new(m, v, s, engine);
+            c.budget.seed = seed;
+            c.budget.iterations = a.iterations;
+            let (r, secs) = timed(&c);
+            if r.verdict == Verdict::Violates {
+                runs.push(r.executions as f64);
+                times.push(secs);
+            } else {
+                missed += 1;
+            }
+        }
+        println!(
+            "{}/{} [{}] {engine}: runs to first failure median {} (min {}, max {}), time median {:.4}s, missed {missed}/{} seeds (cap {})",
+            m.name(),
+            v.name,
+            s.name,
+            median(&mut runs.clone()),
+            runs.iter().cloned().fold(f64::INFINITY, f64::min),
+            runs.iter().cloned().fold(0.0, f64::max),
+            median(&mut times),
+            a.seeds,
+            a.iterations
+        );
+    }
+}
+
+fn bench_throughput(
+    m: &'static dyn Model,
+    v: &'static Variant,
+    s: &'static Scenario,
+    a: &BenchArgs,
+) {
+    for engine in EngineKind::ALL {
+        let mut c = Check::new(m, v, s, engine);
+        c.budget.iterations = a.iterations.min(20_000);
+        let (r, secs) = timed(&c);
+        println!(
+            "{}/{} [{}] {engine}: {} executions in {:.3}s = {:.0}/s ({}, exhaustive: {})",
+            m.name(),
+            v.name,
+            s.name,
+            r.executions,
+            secs,
+            r.executions as f64 / secs.max(1e-9),
+            r.verdict,
+            r.exhaustive
+        );
+    }
+}
+
+fn per_call(c: &OpCost, k: Counter) -> f64 {
+    let n = c.counters.get(&k).copied().unwrap_or(0) as f64;
+    if c.calls == 0 {
+        n
+    } else {
+        n / c.calls as f64
+    }
+}
+
+fn diff(model: &str, a: &str, b: &str, scenario: Option<&str>) -> Out<i32> {
+    let m = find_model(model)?;
+    let (va, vb) = (find_variant(m, a)?, find_variant(m, b)?);
+    let scenarios: Vec<&'static Scenario> = match scenario {
+        Some(s) => vec![find_scenario(m, s)?],
+        None => m.scenarios().iter().filter(|s| !s.generated).collect(),
+    };
+    for s in scenarios {
+        let run = |v: &Variant| Run {
+            variant: v.name.to_string(),
+            scenario: s.name.to_string(),
+            input: Vec::new(),
+        };
+        let (ca, cb) = (check::costs(m, &run(va)), check::costs(m, &run(vb)));
+        println!(
+            "{model} [{}]: cost per call, canonical sequential execution",
+            s.name
+        );
+        println!(
+            "{:<22} {:<15} {:>12} {:>12}",
+            "operation", "counter", va.name, vb.name
+        );
+        let ops: std::collections::BTreeSet<&String> = ca.keys().chain(cb.keys()).collect();
+        let empty = OpCost::default();
+        for op in ops {
+            let (x, y) = (ca.get(op).unwrap_or(&empty), cb.get(op).unwrap_or(&empty));
+            for k in Counter::ALL {
+                let (px, py) = (per_call(x, k), per_call(y, k));
+                if px != 0.0 || py != 0.0 {
+                    println!("{op:<22} {:<15} {px:>12.2} {py:>12.2}", k.name());
+                }
+            }
+        }
+        println!();
+    }
+    Ok(0)
+}

@@ -1,0 +1,261 @@
+//! The CLI contract scripts and reviewers rely on: exit codes, bad-input
+//! messages, the replay line reproducing its failure byte for byte.
+
+use std::process::{Command, Output};
+
+fn vfsmc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vfsmc"))
+        .args(args)
+        .output()
+        .expect("the vfsmc binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Bad input: exit 2, a message naming what was wrong, no panic.
+fn assert_bad_input(args: &[&str], names: &str) {
+    let o = vfsmc(args);
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{args:?} should be bad input; stderr: {err}"
+    );
+    assert!(
+        err.contains(names),
+        "{args:?}: message should name '{names}': {err}"
+    );
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+}
+
+#[test]
+fn list_prints_model_variant_expected() {
+    let o = vfsmc(&["list"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = stdout(&o);
+    assert!(!out.is_empty());
+    for line in out.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        assert_eq!(fields.len(), 3, "not MODEL VARIANT EXPECTED: {line}");
+        assert!(
+            fields[2] == "holds" || fields[2].starts_with("violates:"),
+            "bad EXPECTED in {line}"
+        );
+        let m = vfsmc_specs::model(fields[0]).expect("listed model exists");
+        assert_eq!(
+            m.variant(fields[1]).unwrap().expected.to_string(),
+            fields[2]
+        );
+    }
+}
+
+#[test]
+fn unknown_names_are_bad_input() {
+    assert_bad_input(&["check", "nosuchmodel"], "unknown model 'nosuchmodel'");
+    assert_bad_input(
+        &["check", "litmus", "--variant", "nope"],
+        "no variant 'nope'",
+    );
+    assert_bad_input(
+        &["check", "litmus", "--scenario", "nope"],
+        "no scenario 'nope'",
+    );
+    assert_bad_input(
+        &["check", "litmus", "--engine", "tla"],
+        "unknown engine 'tla'",
+    );
+    assert_bad_input(
+        &["diff", "litmus", "MP+poonceonces", "nope"],
+        "no variant 'nope'",
+    );
+    assert_bad_input(&["bench", "nosuchmodel"], "unknown model");
+}
+
+#[test]
+fn impossible_budgets_are_bad_input() {
+    assert_bad_input(&["check", "litmus", "--iterations", "0"], "--iterations");
+    assert_bad_input(
+        &["check", "litmus", "--engine", "pct", "--pct-depth", "0"],
+        "--pct-depth",
+    );
+    assert_bad_input(
+        &["check", "litmus", "--max-preemptions", "99"],
+        "--max-preemptions 99",
+    );
+    assert_bad_input(
+        &[
+            "check",
+            "litmus",
+            "--engine",
+            "pct",
+            "--max-preemptions",
+            "1",
+        ],
+        "--max-preemptions bounds loom only",
+    );
+    assert_bad_input(&["check", "litmus", "--iterations=-3"], "--iterations");
+    assert_bad_input(&["bench", "--seeds", "0"], "--seeds");
+}
+
+#[test]
+fn bad_schedule_strings_are_bad_input() {
+    assert_bad_input(
+        &[
+            "check",
+            "litmus",
+            "--variant",
+            "MP+poonceonces",
+            "--engine",
+            "pct",
+            "--schedule",
+            "xyz",
+        ],
+        "bad schedule string 'xyz'",
+    );
+    assert_bad_input(
+        &[
+            "check",
+            "litmus",
+            "--variant",
+            "MP+poonceonces",
+            "--engine",
+            "loom",
+            "--schedule",
+            "00",
+        ],
+        "--schedule replays a shuttle engine",
+    );
+    assert_bad_input(&["check", "litmus", "--input", "abc"], "--input");
+}
+
+#[test]
+fn malformed_corpus_files_name_file_and_line() {
+    let dir = std::env::temp_dir().join(format!("vfsmc-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        (
+            "unknown-key.vfsmc",
+            "model: litmus\nmodle: x\n",
+            ":2: unknown key 'modle'",
+        ),
+        (
+            "no-colon.vfsmc",
+            "model litmus\n",
+            ":1: expected 'key: value'",
+        ),
+        (
+            "bad-expect.vfsmc",
+            "engine: loom\nexpect: maybe\n",
+            ":2: 'expect' must be",
+        ),
+        (
+            "bad-engine.vfsmc",
+            "engine: tla\n",
+            ":1: unknown engine 'tla'",
+        ),
+        (
+            "missing.vfsmc",
+            "engine: loom\nexpect: holds\n",
+            "missing required key",
+        ),
+        (
+            "bad-seed.vfsmc",
+            "model: litmus\nvariant: v\nscenario: s\nengine: pct\nexpect: holds\nseed: -1\n\
+             fingerprint: 0\nkernel: k\nwhy: w\n",
+            ":6: 'seed' must be",
+        ),
+    ];
+    for (name, text, msg) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let p = path.to_str().unwrap();
+        assert_bad_input(&["replay", p], msg);
+        assert_bad_input(&["replay", p], name);
+    }
+    assert_bad_input(
+        &["replay", dir.join("absent.vfsmc").to_str().unwrap()],
+        "absent.vfsmc",
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_failing_check_prints_a_replay_line_that_reproduces_it() {
+    for engine in ["loom", "pct"] {
+        let mut found = None;
+        for m in vfsmc_specs::models() {
+            for v in m.variants() {
+                let vfsmc_specs::Expected::Violates(_) = v.expected else {
+                    continue;
+                };
+                let o = vfsmc(&["check", m.name(), "--variant", v.name, "--engine", engine]);
+                if o.status.code() == Some(1) {
+                    found = Some(o);
+                    break;
+                }
+            }
+            if found.is_some() {
+                break;
+            }
+        }
+        let o = found.unwrap_or_else(|| panic!("no violating variant found by {engine}"));
+        let out = stdout(&o);
+        let line = out
+            .lines()
+            .find_map(|l| l.strip_prefix("replay: vfsmc "))
+            .unwrap_or_else(|| panic!("no replay line in:\n{out}"));
+        let args: Vec<&str> = line.split(' ').collect();
+        let again = vfsmc(&args);
+        assert_eq!(
+            again.status.code(),
+            Some(1),
+            "replay line did not fail: {line}"
+        );
+        let trace = |s: &str| {
+            s.split_once('\n')
+                .map(|x| x.1.to_string())
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            trace(&out),
+            trace(&stdout(&again)),
+            "replay of `{line}` differs"
+        );
+    }
+}
+
+#[test]
+fn json_has_the_documented_fields() {
+    let o = vfsmc(&[
+        "check",
+        "litmus",
+        "--variant",
+        "MP+poonceonces",
+        "--format",
+        "json",
+    ]);
+    let line = stdout(&o);
+    let v: serde_json::Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    for key in [
+        "model",
+        "variant",
+        "scenario",
+        "engine",
+        "verdict",
+        "invariant",
+        "executions",
+        "exhaustive",
+        "max_preemptions",
+        "seed",
+        "schedule",
+        "trace",
+    ] {
+        assert!(v.get(key).is_some(), "json lacks '{key}': {line}");
+    }
+}

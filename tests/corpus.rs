@@ -1,0 +1,61 @@
+//! Every corpus file replays: its recorded outcome, its recorded trace, the
+//! same trace on two replays, and an expectation the registry agrees with.
+
+use std::path::Path;
+
+use vfsmc::corpus::{self, Entry};
+
+#[test]
+fn every_corpus_file_replays() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let files = corpus::files(&dir).expect("corpus/ is readable");
+    assert!(!files.is_empty(), "corpus/ holds no .vfsmc file");
+    let mut failures = Vec::new();
+    for f in &files {
+        let name = f.display().to_string();
+        let text = std::fs::read_to_string(f).unwrap();
+        let entry = match Entry::parse(&name, &text) {
+            Ok(e) => e,
+            Err(e) => {
+                failures.push(e.to_string());
+                continue;
+            }
+        };
+        if !corpus::registry_agrees(&entry) {
+            failures.push(format!(
+                "{name}: expects {} but the registry disagrees",
+                entry.expect
+            ));
+        }
+        if let Err(e) = corpus::replay(&name, &entry) {
+            failures.push(e.to_string());
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_stale_fingerprint_fails_loudly() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let f = &corpus::files(&dir).unwrap()[0];
+    let mut e = Entry::parse("f", &std::fs::read_to_string(f).unwrap()).unwrap();
+    e.fingerprint = "0000000000000000".to_string();
+    match corpus::replay("f", &e) {
+        Err(corpus::ReplayError::Stale(msg)) => assert!(msg.contains("stale seed"), "{msg}"),
+        other => panic!("a wrong fingerprint must be reported as stale, got {other:?}"),
+    }
+}
+
+#[test]
+fn rendering_then_parsing_gives_the_same_entry() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    for f in corpus::files(&dir).unwrap() {
+        let e = Entry::parse("f", &std::fs::read_to_string(&f).unwrap()).unwrap();
+        assert_eq!(
+            Entry::parse("g", &e.render()).unwrap(),
+            e,
+            "{}",
+            f.display()
+        );
+    }
+}
