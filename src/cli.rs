@@ -117,6 +117,7 @@ pub fn main() -> i32 {
             return code;
         }
     };
+    crate::quiet::mute_engine_stderr();
     let result = match cli.command {
         Command::List => Ok(list()),
         Command::Check(a) => run_check(a),

@@ -200,15 +200,15 @@ pub fn explore(engine: EngineKind, budget: &Budget, body: Body) -> Exploration {
         EngineKind::Loom => explore_loom(budget, body),
         EngineKind::Random => {
             let s = RandomScheduler::new_from_seed(budget.seed, budget.iterations);
-            explore_shuttle(s, budget.iterations, false, body)
+            explore_shuttle(s, budget, false, body)
         }
         EngineKind::Pct => {
             let s = PctScheduler::new_from_seed(budget.seed, budget.pct_depth, budget.iterations);
-            explore_shuttle(s, budget.iterations, false, body)
+            explore_shuttle(s, budget, false, body)
         }
         EngineKind::Dfs => {
             let s = DfsScheduler::new(Some(budget.iterations), false);
-            explore_shuttle(s, budget.iterations, true, body)
+            explore_shuttle(s, budget, true, body)
         }
         EngineKind::Stress => explore_stress(budget, body),
     })
@@ -263,7 +263,6 @@ fn explore_loom(budget: &Budget, body: Body) -> Exploration {
 #[derive(Default)]
 struct Recorded {
     schedule: Option<Schedule>,
-    choices: Vec<TaskId>,
     preemptions: usize,
 }
 
@@ -291,13 +290,14 @@ impl<S: Scheduler> Scheduler for Recording<S> {
     ) -> Option<TaskId> {
         let next = self.inner.next_task(runnable, current, yielding)?;
         let mut rec = lock(&self.rec);
-        if let Some(cur) = current {
+        // Task 0 is the scenario's driver (set-up, joins, final checks):
+        // leaving it early is not a preemption of the modelled code.
+        if let Some(cur) = current.filter(|&c| usize::from(c) != 0) {
             let still_runnable = runnable.iter().any(|t| t.id() == cur);
             if cur != next && still_runnable && !yielding {
                 rec.preemptions += 1;
             }
         }
-        rec.choices.push(next);
         if let Some(s) = rec.schedule.as_mut() {
             s.push_task(next);
         }
@@ -312,31 +312,18 @@ impl<S: Scheduler> Scheduler for Recording<S> {
     }
 }
 
-/// Follows a prefix of choices, then runs without preemption: the current
-/// task goes on while it can, else the lowest-numbered runnable task. With an
-/// empty prefix this is the canonical sequential execution.
+/// Runs without preemption: the current task goes on while it can, else the
+/// lowest-numbered runnable task. One execution: the canonical sequential
+/// one, identical on every machine.
 struct Guided {
-    prefix: Vec<TaskId>,
-    pos: usize,
     started: bool,
-}
-
-impl Guided {
-    fn new(prefix: Vec<TaskId>) -> Guided {
-        Guided {
-            prefix,
-            pos: 0,
-            started: false,
-        }
-    }
 }
 
 impl Scheduler for Guided {
     fn new_execution(&mut self) -> Option<Schedule> {
-        if self.started {
+        if std::mem::replace(&mut self.started, true) {
             return None;
         }
-        self.started = true;
         Some(Schedule::new(0))
     }
 
@@ -346,15 +333,8 @@ impl Scheduler for Guided {
         current: Option<TaskId>,
         _yielding: bool,
     ) -> Option<TaskId> {
-        let runnable_has = |id: TaskId| runnable.iter().any(|t| t.id() == id);
-        if let Some(&want) = self.prefix.get(self.pos) {
-            self.pos += 1;
-            if runnable_has(want) {
-                return Some(want);
-            }
-        }
         match current {
-            Some(cur) if runnable_has(cur) => Some(cur),
+            Some(cur) if runnable.iter().any(|t| t.id() == cur) => Some(cur),
             _ => runnable
                 .iter()
                 .map(|t| t.id())
@@ -375,9 +355,8 @@ fn shuttle_config() -> shuttle::Config {
     config
 }
 
-/// Runs a shuttle scheduler; returns the exploration and, on failure, the
-/// recorded choices.
-fn run_shuttle<S: Scheduler + 'static>(sched: S, body: Body) -> (Exploration, Vec<TaskId>) {
+/// Runs a shuttle scheduler to its end or its first failure.
+fn run_shuttle<S: Scheduler + 'static>(sched: S, body: Body) -> Exploration {
     let rec = Arc::new(Mutex::new(Recorded::default()));
     let col = Arc::new(Mutex::new(Collector::default()));
     let f = instrument(body, col.clone());
@@ -400,31 +379,29 @@ fn run_shuttle<S: Scheduler + 'static>(sched: S, body: Body) -> (Exploration, Ve
         reached: c.reached.clone(),
     };
     drop(c);
-    let mut choices = Vec::new();
     if let Err(payload) = result {
         let r = lock(&rec);
-        choices = r.choices.clone();
         out.failure = Some(Failure {
             record: failure_record(&col, payload),
             schedule: r.schedule.as_ref().map(serialize_schedule),
             preemptions: Some(r.preemptions),
         });
     }
-    (out, choices)
+    out
 }
 
 fn explore_shuttle<S: Scheduler + 'static>(
     sched: S,
-    iterations: usize,
+    budget: &Budget,
     dfs: bool,
     body: Body,
 ) -> Exploration {
-    let (mut out, choices) = run_shuttle(sched, body.clone());
+    let mut out = run_shuttle(sched, body.clone());
     if dfs && out.failure.is_none() {
-        out.exhaustive = out.executions < iterations;
+        out.exhaustive = out.executions < budget.iterations;
     }
     if out.failure.is_some() {
-        shrink_preemptions(&mut out, choices, body);
+        shrink_preemptions(&mut out, budget.seed, body);
     }
     out
 }
@@ -436,32 +413,33 @@ fn invariant_of(e: &Exploration) -> Option<String> {
         .map(|v| v.invariant.clone())
 }
 
-/// Replays a shuttle failure with fewer preemptions where possible: cut the
-/// schedule at a preemption and run on without preempting; keep the result
-/// if it breaks the same invariant with fewer preemptions.
-fn shrink_preemptions(out: &mut Exploration, mut choices: Vec<TaskId>, body: Body) {
+fn preemptions_of(e: &Exploration) -> usize {
+    e.failure
+        .as_ref()
+        .and_then(|f| f.preemptions)
+        .unwrap_or(usize::MAX)
+}
+
+/// Replays a shuttle failure with fewer preemptions where possible: search
+/// again with PCT at depth 1, 2, … (at most depth − 1 priority changes, so
+/// few preemptions) and keep the first failure of the same invariant that
+/// needs fewer preemptions than the one found.
+fn shrink_preemptions(out: &mut Exploration, seed: u64, body: Body) {
+    const ITERATIONS: usize = 2_000;
     let Some(target) = invariant_of(out) else {
         return;
     };
-    const MAX_ATTEMPTS: usize = 64;
-    let mut attempts = 0;
-    let mut cut = choices.len();
-    while cut > 0 && attempts < MAX_ATTEMPTS {
-        cut -= 1;
-        if cut == 0 || choices[cut] == choices[cut - 1] {
-            continue;
+    for depth in 1..=3 {
+        if preemptions_of(out) <= depth - 1 {
+            return;
         }
-        attempts += 1;
-        let (candidate, cand_choices) =
-            run_shuttle(Guided::new(choices[..cut].to_vec()), body.clone());
-        let fewer = match (&candidate.failure, &out.failure) {
-            (Some(c), Some(o)) => c.preemptions < o.preemptions,
-            _ => false,
-        };
-        if fewer && invariant_of(&candidate).as_deref() == Some(target.as_str()) {
+        let sched = PctScheduler::new_from_seed(seed, depth, ITERATIONS);
+        let candidate = run_shuttle(sched, body.clone());
+        if invariant_of(&candidate).as_deref() == Some(target.as_str())
+            && preemptions_of(&candidate) < preemptions_of(out)
+        {
             out.failure = candidate.failure;
-            choices = cand_choices;
-            cut = choices.len();
+            return;
         }
     }
 }
@@ -472,7 +450,7 @@ pub fn replay(schedule: &str, body: Body) -> Result<Exploration, String> {
         format!("bad schedule string '{schedule}' (expected the hex string vfsmc printed)")
     })?;
     Ok(quiet::quietly(|| {
-        run_shuttle(ReplayScheduler::new_from_schedule(parsed), body).0
+        run_shuttle(ReplayScheduler::new_from_schedule(parsed), body)
     }))
 }
 
@@ -480,7 +458,7 @@ pub fn replay(schedule: &str, body: Body) -> Result<Exploration, String> {
 /// ends, lowest first. Deterministic on every machine; used for the model
 /// fingerprint and the cost table.
 pub fn sequential(body: Body) -> Exploration {
-    quiet::quietly(|| run_shuttle(Guided::new(Vec::new()), body).0)
+    quiet::quietly(|| run_shuttle(Guided { started: false }, body))
 }
 
 /// Like [`sequential`], but returns the record of the execution even when it

@@ -8,7 +8,53 @@
 //! ours goes on top; outside a search, panics reach the previous hooks.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
+
+/// Whether searches also mute file descriptor 2 (the CLI asks for it).
+static MUTE_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// shuttle prints "test panicked in task …" and "failing seed" straight to
+/// stderr for every failing execution, outside any hook; a CLI user gets the
+/// trace and replay line instead. Called once by the CLI, never by tests
+/// (libtest captures those prints per test already).
+pub fn mute_engine_stderr() {
+    MUTE_STDERR.store(true, Ordering::Relaxed);
+}
+
+/// Points fd 2 at /dev/null until dropped.
+struct MutedStderr(Option<i32>);
+
+impl MutedStderr {
+    fn new() -> MutedStderr {
+        if !MUTE_STDERR.load(Ordering::Relaxed) {
+            return MutedStderr(None);
+        }
+        // SAFETY: plain descriptor calls; fd 2 is restored in `drop`.
+        unsafe {
+            let saved = libc::dup(2);
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+            if saved < 0 || null < 0 {
+                return MutedStderr(None);
+            }
+            libc::dup2(null, 2);
+            libc::close(null);
+            MutedStderr(Some(saved))
+        }
+    }
+}
+
+impl Drop for MutedStderr {
+    fn drop(&mut self) {
+        if let Some(saved) = self.0 {
+            // SAFETY: `saved` is the descriptor duplicated in `new`.
+            unsafe {
+                libc::dup2(saved, 2);
+                libc::close(saved);
+            }
+        }
+    }
+}
 
 thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
@@ -41,7 +87,12 @@ pub fn quietly<R>(f: impl FnOnce() -> R) -> R {
         }
     }
     install();
-    DEPTH.with(|d| d.set(d.get() + 1));
+    let outermost = DEPTH.with(|d| d.replace(d.get() + 1)) == 0;
     let _leave = Leave;
+    let _muted = if outermost {
+        Some(MutedStderr::new())
+    } else {
+        None
+    };
     f()
 }
