@@ -430,7 +430,7 @@ fn shrink_preemptions(out: &mut Exploration, seed: u64, body: Body) {
         return;
     };
     for depth in 1..=3 {
-        if preemptions_of(out) <= depth - 1 {
+        if preemptions_of(out) < depth {
             return;
         }
         let sched = PctScheduler::new_from_seed(seed, depth, ITERATIONS);
