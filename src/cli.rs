@@ -402,13 +402,17 @@ fn bench_first_failure(
     let mut c = Check::new(m, v, s, EngineKind::Loom);
     let (r, secs) = timed(&c);
     println!(
-        "{}/{} [{}] loom: first failure after {} executions, {:.3}s ({})",
+        "{}/{} [{}] loom: {} after {} executions at preemption bound {}, {:.3}s",
         m.name(),
         v.name,
         s.name,
+        r.invariant
+            .as_deref()
+            .map_or("not found".to_string(), |i| format!("first failure ({i})")),
         r.executions,
-        secs,
-        r.invariant.as_deref().unwrap_or("not found")
+        r.max_preemptions
+            .map_or("unbounded".to_string(), |n| n.to_string()),
+        secs
     );
     for engine in [EngineKind::Random, EngineKind::Pct] {
         let (mut runs, mut times, mut missed) = (Vec::new(), Vec::new(), 0);
@@ -424,18 +428,22 @@ fn bench_first_failure(
                 missed += 1;
             }
         }
-        println!(
-            "{}/{} [{}] {engine}: runs to first failure median {} (min {}, max {}), time median {:.4}s, missed {missed}/{} seeds (cap {})",
-            m.name(),
-            v.name,
-            s.name,
-            median(&mut runs.clone()),
-            runs.iter().cloned().fold(f64::INFINITY, f64::min),
-            runs.iter().cloned().fold(0.0, f64::max),
-            median(&mut times),
-            a.seeds,
-            a.iterations
-        );
+        let what = if runs.is_empty() {
+            format!(
+                "not found in {} seeds (cap {} executions each)",
+                a.seeds, a.iterations
+            )
+        } else {
+            let lo = runs.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = runs.iter().copied().fold(0.0, f64::max);
+            format!(
+                "runs to first failure median {} (min {lo}, max {hi}), time median {:.4}s, missed {missed}/{} seeds",
+                median(&mut runs),
+                median(&mut times),
+                a.seeds
+            )
+        };
+        println!("{}/{} [{}] {engine}: {what}", m.name(), v.name, s.name);
     }
 }
 

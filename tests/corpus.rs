@@ -59,3 +59,29 @@ fn rendering_then_parsing_gives_the_same_entry() {
         );
     }
 }
+
+/// Traces are pasted into plain-text mail: no line may exceed 80 columns,
+/// in the corpus or in any reviewed snapshot.
+#[test]
+fn recorded_traces_fit_80_columns() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = corpus::files(&root.join("corpus")).unwrap();
+    if let Ok(dir) = std::fs::read_dir(root.join("tests/snapshots")) {
+        files.extend(dir.filter_map(|e| e.ok().map(|e| e.path())));
+    }
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let trace = text
+            .split_once("--- trace\n")
+            .map_or(text.as_str(), |(_, t)| t);
+        let trace = trace.split_once("\n---\n").map_or(trace, |(_, t)| t);
+        for (i, line) in trace.lines().enumerate() {
+            assert!(
+                line.chars().count() <= vfsmc::render::WIDTH,
+                "{}: trace line {} is wider than 80 columns: {line}",
+                f.display(),
+                i + 1
+            );
+        }
+    }
+}
