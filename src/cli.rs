@@ -35,6 +35,9 @@ enum Format {
 enum Command {
     /// One line per model variant: MODEL VARIANT EXPECTED.
     List,
+    /// A model's variants (with kernel references), scenarios (with goals and
+    /// loom bounds) and invariants.
+    Show { model: String },
     /// Check variants; with no MODEL, check the whole registry against its
     /// expected verdicts.
     Check(CheckArgs),
@@ -120,6 +123,7 @@ pub fn main() -> i32 {
     crate::quiet::mute_engine_stderr();
     let result = match cli.command {
         Command::List => Ok(list()),
+        Command::Show { model } => show(&model),
         Command::Check(a) => run_check(a),
         Command::Replay { files } => Ok(replay(&files)),
         Command::Bench(a) => bench(a),
@@ -146,6 +150,42 @@ fn list() -> i32 {
         }
     }
     0
+}
+
+fn show(name: &str) -> Out<i32> {
+    let m = find_model(name)?;
+    println!("{}: {}\n\nvariants:", m.name(), m.about());
+    for v in m.variants() {
+        let witness = if v.witness.is_empty() {
+            String::new()
+        } else {
+            format!(" on {}", v.witness)
+        };
+        println!(
+            "  {} — expected {}{witness}\n      {}\n      {}",
+            v.name, v.expected, v.kernel, v.about
+        );
+    }
+    println!("\nscenarios:");
+    for s in m.scenarios() {
+        let bound = s.loom_bound.map_or("loom exhaustive".to_string(), |b| {
+            format!("loom preemption bound {b}")
+        });
+        let kind = if s.generated {
+            ", generated from --input bytes"
+        } else {
+            ""
+        };
+        println!("  {} ({bound}{kind})\n      {}", s.name, s.about);
+        if !s.goals.is_empty() {
+            println!("      goals: {}", s.goals.join(", "));
+        }
+    }
+    println!("\ninvariants:");
+    for i in m.invariants() {
+        println!("  {}: {}", i.name, i.about);
+    }
+    Ok(0)
 }
 
 fn names<T>(items: &[T], name: impl Fn(&T) -> &str) -> String {

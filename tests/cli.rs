@@ -75,6 +75,7 @@ fn unknown_names_are_bad_input() {
         "no variant 'nope'",
     );
     assert_bad_input(&["bench", "nosuchmodel"], "unknown model");
+    assert_bad_input(&["show", "nosuchmodel"], "unknown model");
 }
 
 #[test]
