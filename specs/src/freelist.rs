@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use arbitrary::{Arbitrary, Unstructured};
 use vfsmc_model::exec::{self, Context, Task};
-use vfsmc_model::freelist::{Holder, Observation, Setup, Slub, Variant as Code};
+use vfsmc_model::freelist::{obj_name, Holder, Observation, Setup, Slub, Variant as Code};
 use vfsmc_model::kernel::percpu::{Cpus, OnCpu};
 
 use crate::{Expected, Invariant, Model, Run, Scenario, Variant};
@@ -238,6 +238,10 @@ pub enum Op {
     FreeNewest,
 }
 
+impl Op {
+    pub const ALL: [Op; 3] = [Op::Alloc, Op::FreeOldest, Op::FreeNewest];
+}
+
 /// Who runs a program, and where.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Actor {
@@ -331,26 +335,40 @@ impl Plan {
     }
 
     /// The plan a generated scenario's bytes describe (1 CPU: a task and an
-    /// IRQ handler, 2–4 objects on c->freelist). Short input yields the
-    /// smallest plan, as `arbitrary` does.
+    /// IRQ handler with 1–3 operations each, 2–4 objects on c->freelist).
+    /// Short input yields the smallest plan, as `arbitrary` does.
     pub fn generated(input: &[u8]) -> Plan {
         let mut u = Unstructured::new(input);
         let objects = u.int_in_range(2..=4).unwrap_or(2);
-        let mut ops = |lo: usize| -> Vec<Op> {
-            let n = u.int_in_range(lo..=3).unwrap_or(lo);
+        // A free with nothing to free would be a no-op: it allocates instead.
+        let mut ops = || -> Vec<Op> {
+            let n = u.int_in_range(1..=3).unwrap_or(1);
+            let mut held = 0usize;
             (0..n)
-                .map(|_| Op::arbitrary(&mut u).unwrap_or(Op::Alloc))
+                .map(|_| match u.choose(&Op::ALL).copied().unwrap_or(Op::Alloc) {
+                    Op::Alloc => {
+                        held += 1;
+                        Op::Alloc
+                    }
+                    _ if held == 0 => {
+                        held += 1;
+                        Op::Alloc
+                    }
+                    free => {
+                        held -= 1;
+                        free
+                    }
+                })
                 .collect()
         };
-        let task = ops(1);
-        let irq = ops(0);
-        let mut threads = vec![("T0".to_string(), Actor::Task { cpu: 0 }, task)];
-        if !irq.is_empty() {
-            threads.push(("irq0".to_string(), Actor::Irq { cpu: 0 }, irq));
-        }
+        let task = ops();
+        let irq = ops();
         Plan {
             setup: one_cpu(objects),
-            threads,
+            threads: vec![
+                ("T0".to_string(), Actor::Task { cpu: 0 }, task),
+                ("irq0".to_string(), Actor::Irq { cpu: 0 }, irq),
+            ],
             migrate_to: None,
         }
     }
@@ -443,6 +461,7 @@ fn execute(variant: Code, plan: Plan) {
 /// afterwards every object must be held by someone.
 fn drain(slub: &Slub, cpus: &Cpus) {
     let t = Task::new("drain", Context::Task);
+    let _f = t.enter("final_drain");
     let n = slub.observe().holders.len();
     for cpu in 0..cpus.len() {
         let c = cpus.run_task(&t, cpu);
@@ -592,7 +611,9 @@ pub fn tid_monotonic(obs: &Observation, last: &mut Vec<Option<(u64, u64)>>) -> R
             }
             if tid == t0 && head != h0 {
                 return Err(format!(
-                    "c{i}->freelist changed (obj{h0}→obj{head}, 0 = NULL) without a tid bump (tid {tid})"
+                    "c{i}->freelist changed {}→{} without a tid bump (tid {tid})",
+                    obj_name(h0),
+                    obj_name(head)
                 ));
             }
         }

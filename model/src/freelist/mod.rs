@@ -223,7 +223,7 @@ impl Observation {
             })
             .collect();
         lines.push(format!(
-            "allocated: {}",
+            "held: {}",
             if held.is_empty() {
                 "-".to_string()
             } else {
@@ -234,7 +234,19 @@ impl Observation {
     }
 }
 
-fn obj_name(v: u64) -> String {
+/// Bits of the packed pair that hold the object (the model has < 256).
+const PAIR_LO_BITS: u32 = 8;
+
+fn show_cpu_pair(w: u64) -> String {
+    format!("{{{}, tid {}}}", obj_name(w & 0xff), w >> PAIR_LO_BITS)
+}
+
+fn show_slab_pair(w: u64) -> String {
+    format!("{{{}, inuse {}}}", obj_name(w & 0xff), w >> PAIR_LO_BITS)
+}
+
+/// An object pointer as the trace shows it.
+pub fn obj_name(v: u64) -> String {
     if v == NULL {
         "NULL".to_string()
     } else {
@@ -322,12 +334,13 @@ impl Slub {
             .enumerate()
             .map(|(cpu, &head)| {
                 let head = if variant.versioned() {
-                    Head::Versioned(DoubleWord::new(
+                    Head::Versioned(DoubleWord::with_format(
                         &format!("c{cpu}->freelist"),
                         &format!("c{cpu}->tid"),
-                        8,
+                        PAIR_LO_BITS,
                         head,
                         variant.init_tid(cpu),
+                        show_cpu_pair,
                     ))
                 } else {
                     Head::Word(Atomic::with_format(
@@ -356,12 +369,13 @@ impl Slub {
                 let objects = setup.slab_of.iter().skip(1).filter(|&&o| o == s).count() as u64;
                 let free = setup.slab_freelist[s].len() as u64;
                 SlabState {
-                    pair: DoubleWord::new(
+                    pair: DoubleWord::with_format(
                         &format!("slab{s}->freelist"),
                         &format!("slab{s}->inuse"),
-                        8,
+                        PAIR_LO_BITS,
                         head,
                         objects - free,
+                        show_slab_pair,
                     ),
                     objects,
                 }
