@@ -95,22 +95,24 @@ fn shortest_trace_per_invariant() {
     }
 }
 
-/// The reachability goals of the 2-CPU scenario, one preemption deeper than
-/// the PR tier: classic still holds.
+/// The 2-CPU migration scenario one preemption deeper than the PR tier: the
+/// kernel's design and the proposal still hold.
 #[test]
 #[ignore = "deep tier: loom on the migration scenario with preemption bound 3"]
-fn classic_migrate_loom_bound_3() {
+fn migrate_loom_bound_3() {
     let m = model();
-    let mut c = Check::new(
-        m,
-        m.variant("classic").unwrap(),
-        m.scenario("migrate").unwrap(),
-        EngineKind::Loom,
-    );
-    c.budget.max_preemptions = Some(3);
-    let r = c.run().unwrap();
-    println!("{}", r.summary());
-    assert!(r.matches_expected(), "{}", r.text());
+    for v in ["classic", "guzik-8byte"] {
+        let mut c = Check::new(
+            m,
+            m.variant(v).unwrap(),
+            m.scenario("migrate").unwrap(),
+            EngineKind::Loom,
+        );
+        c.budget.max_preemptions = Some(3);
+        let r = c.run().unwrap();
+        println!("{}", r.summary());
+        assert!(r.matches_expected(), "{}", r.text());
+    }
 }
 
 fn op_strategy() -> impl Strategy<Value = Op> {
