@@ -116,7 +116,12 @@ fn migrate_loom_bound_3() {
 }
 
 fn op_strategy() -> impl Strategy<Value = Op> {
-    prop_oneof![Just(Op::Alloc), Just(Op::FreeOldest), Just(Op::FreeNewest)]
+    prop_oneof![
+        Just(Op::Alloc),
+        Just(Op::FreeOldest),
+        Just(Op::FreeNewest),
+        Just(Op::Flush)
+    ]
 }
 
 fn sequential(variant: &'static str, objects: u64, ops: Vec<Op>) -> Result<(), String> {

@@ -52,6 +52,13 @@ static VARIANTS: &[Variant] = &[
         about: "the slow path replaces c->freelist but leaves c->tid as it was",
     },
     Variant {
+        name: "flush-no-tid",
+        expected: Expected::Violates("tid-monotonic"),
+        witness: "flush",
+        kernel: "mm/slub.c:flush_slab (v6.12) without next_tid",
+        about: "a flush IPI empties c->freelist and leaves c->tid as it was",
+    },
+    Variant {
         name: "nolock-no-lock-check",
         expected: Expected::Violates("no-double-alloc"),
         witness: "nmi",
@@ -102,6 +109,7 @@ fn code(name: &str) -> Code {
         "pointer-only" => Code::PointerOnly,
         "shared-tid" => Code::SharedTid,
         "load-freelist-no-tid" => Code::LoadFreelistNoTid,
+        "flush-no-tid" => Code::FlushNoTid,
         "nolock-no-lock-check" => Code::NolockNoLockCheck,
         "guzik-8byte" => Code::Guzik8Byte,
         "guzik-flag" => Code::GuzikFlag,
@@ -124,6 +132,13 @@ static SCENARIOS: &[Scenario] = &[
         name: "slowpath",
         about: "1 CPU, empty c->freelist, 3 objects on the slab; task: alloc, alloc; IRQ: alloc, free",
         goals: &["load-freelist", "interrupted-alloc-fastpath"],
+        loom_bound: None,
+        generated: false,
+    },
+    Scenario {
+        name: "flush",
+        about: "1 CPU, 3 objects on c->freelist; task: alloc, free, alloc; a flush IPI (flush_cpu_slab)",
+        goals: &["interrupted-alloc-fastpath", "cmpxchg-retry", "load-freelist"],
         loom_bound: None,
         generated: false,
     },
@@ -236,9 +251,13 @@ pub enum Op {
     FreeOldest,
     /// Free the newest object this thread holds (nothing if none).
     FreeNewest,
+    /// Flush this CPU's slab (`flush_cpu_slab`, as the IPI of
+    /// `flush_all` runs it).
+    Flush,
 }
 
 impl Op {
+    /// What generated scenarios draw from: allocations and frees.
     pub const ALL: [Op; 3] = [Op::Alloc, Op::FreeOldest, Op::FreeNewest];
 }
 
@@ -292,6 +311,11 @@ impl Plan {
                     ..one_cpu(3)
                 },
                 threads: vec![task(vec![Alloc, Alloc]), irq(0, vec![Alloc, FreeNewest])],
+                migrate_to: None,
+            },
+            "flush" => Plan {
+                setup: one_cpu(3),
+                threads: vec![task(vec![Alloc, FreeNewest, Alloc]), irq(0, vec![Flush])],
                 migrate_to: None,
             },
             "nmi" => Plan {
@@ -374,15 +398,14 @@ impl Plan {
     }
 }
 
-/// Runs one thread's program; returns what each allocation returned.
-fn run_program(slub: &Slub, c: &OnCpu, name: &str, setup: &Setup, ops: &[Op]) -> Vec<Option<u64>> {
+/// Runs one thread's program.
+fn run_program(slub: &Slub, c: &OnCpu, name: &str, setup: &Setup, ops: &[Op]) {
     let mut held: Vec<u64> = setup
         .owned
         .iter()
         .filter(|(_, who)| who == name)
         .map(|(o, _)| *o)
         .collect();
-    let mut results = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         if i > 0 {
             c.window();
@@ -395,8 +418,8 @@ fn run_program(slub: &Slub, c: &OnCpu, name: &str, setup: &Setup, ops: &[Op]) ->
                     slub.kmem_cache_alloc(c)
                 };
                 held.extend(got);
-                results.push(got);
             }
+            Op::Flush => slub.flush_cpu_slab(c),
             Op::FreeOldest | Op::FreeNewest => {
                 if held.is_empty() {
                     continue;
@@ -410,7 +433,6 @@ fn run_program(slub: &Slub, c: &OnCpu, name: &str, setup: &Setup, ops: &[Op]) ->
             }
         }
     }
-    results
 }
 
 /// One execution of `plan` on `variant`.
@@ -698,7 +720,8 @@ pub fn check_sequential(variant: &str, objects: u64, ops: &[Op]) -> Result<(), S
                 slub.kmem_cache_free(&c, o);
                 reference.free(o)?;
             }
-            _ => {}
+            Op::Flush => slub.flush_cpu_slab(&c),
+            Op::FreeOldest | Op::FreeNewest => {}
         }
     }
     c.leave();

@@ -46,6 +46,8 @@ pub enum Variant {
     SharedTid,
     /// `load_freelist` updates `c->freelist` but forgets `next_tid`.
     LoadFreelistNoTid,
+    /// `flush_slab` empties `c->freelist` without `next_tid`.
+    FlushNoTid,
     /// `kmalloc_nolock` from NMI without the `local_lock_is_locked` check.
     NolockNoLockCheck,
     /// The proposal, as charitably as the mail allows: the marker is saved

@@ -166,6 +166,68 @@ impl Slub {
         Some(freelist)
     }
 
+    /// mm/slub.c:flush_slab / __flush_cpu_slab (v6.12), run on the owning CPU
+    /// (an IPI or a work item): with the local lock held, detach
+    /// `c->freelist` (and the proposal's fallback list), bump the tid, then
+    /// `deactivate_slab` hands the objects back to the slab's freelist. The
+    /// model keeps `c->slab`: the next slow path takes the objects back.
+    pub fn flush_cpu_slab(&self, c: &OnCpu) {
+        let _f = c.enter("flush_cpu_slab");
+        let cpu = c.this_cpu();
+        let kc = &self.cpus[cpu];
+        self.local_lock_irqsave(c, cpu);
+        let freelist = kc.read_freelist(c);
+        let mut taken = self.chain_from(freelist);
+        for &o in &taken {
+            self.hold(c, o, Holder::InHand);
+        }
+        kc.write_freelist(c, NULL);
+        if self.variant != Variant::FlushNoTid {
+            let tid = kc.read_tid(c);
+            kc.write_tid(c, self.next_tid(tid));
+        }
+        if self.variant.is_guzik() {
+            let irq = kc.irq_freelist.read_once(c);
+            let more = self.chain_from(irq);
+            for &o in &more {
+                self.hold(c, o, Holder::InHand);
+            }
+            kc.irq_freelist.write_once(c, NULL);
+            taken.extend(more);
+        }
+        self.op_done(c);
+        self.local_unlock_irqrestore(c, cpu);
+        self.deactivate_slab(c, kc.slab, &taken);
+    }
+
+    /// mm/slub.c:deactivate_slab (v6.12), reduced to what the model needs:
+    /// link the detached objects and splice them onto the slab's freelist
+    /// with the cross-CPU double-width cmpxchg.
+    fn deactivate_slab(&self, c: &OnCpu, slab: usize, objects: &[u64]) {
+        let _f = c.enter("deactivate_slab");
+        let (Some(&first), Some(&last)) = (objects.first(), objects.last()) else {
+            return;
+        };
+        for w in objects.windows(2) {
+            if self.fp[w[0] as usize].peek() != w[1] {
+                self.set_freepointer(c, w[0], w[1]);
+            }
+        }
+        let s = &self.slabs[slab];
+        loop {
+            let head = s.pair.read_lo(c);
+            let inuse = s.pair.read_hi(c);
+            self.set_freepointer(c, last, head);
+            let n = objects.len() as u64;
+            if s.pair.cmpxchg_double(c, (head, inuse), (first, inuse - n)) {
+                break;
+            }
+        }
+        for &o in objects {
+            self.unhold(c, o, Holder::InHand);
+        }
+    }
+
     /// include/linux/local_lock.h:local_lock_irqsave (v6.18, `local_trylock_t`
     /// on !PREEMPT_RT): IRQs off, then mark the lock acquired.
     fn local_lock_irqsave(&self, c: &OnCpu, cpu: usize) {
