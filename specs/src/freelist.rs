@@ -153,7 +153,7 @@ static SCENARIOS: &[Scenario] = &[
         name: "migrate",
         about: "2 CPUs, 1 object each; task on cpu0: alloc, free; IRQ on cpu1: alloc; migration to cpu1",
         goals: &["remote-free"],
-        loom_bound: Some(2),
+        loom_bound: None,
         generated: false,
     },
     Scenario {
