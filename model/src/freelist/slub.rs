@@ -242,9 +242,11 @@ impl Slub {
     }
 
     /// mm/slub.c:kmalloc_nolock (v6.18) from NMI: when the interrupted code
-    /// holds this CPU's local lock, refuse (the released code's
-    /// `local_lock_is_locked` check); otherwise the lockless fast path. An NMI
-    /// never takes the slow path here.
+    /// holds this CPU's local lock (it is inside `___slab_alloc`), the
+    /// lockless fast path is not safe and is skipped (the released code then
+    /// retries the next kmalloc size, another cache; with one cache the model
+    /// returns NULL); otherwise the lockless fast path. An NMI never takes
+    /// the slow path here.
     pub(super) fn nolock_alloc(&self, c: &OnCpu) -> Option<u64> {
         let cpu = c.this_cpu();
         if self.cpus[cpu].lock.peek() != 0 {
