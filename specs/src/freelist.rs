@@ -100,6 +100,13 @@ static VARIANTS: &[Variant] = &[
         kernel: "Guzik, 15 Aug 2024 (proposal) without the fallback-list drain",
         about: "objects diverted to the fallback list are never allocated again",
     },
+    Variant {
+        name: "guzik-nmi",
+        expected: Expected::Violates("no-double-alloc"),
+        witness: "guzik-nmi",
+        kernel: "Guzik, 15 Aug 2024 (proposal) + mm/slub.c:kmalloc_nolock (v6.18) NMI allocations",
+        about: "an NMI landing in the task's IRQs-off drain drains the same fallback head",
+    },
 ];
 
 /// The variant's code in the model.
@@ -116,6 +123,7 @@ fn code(name: &str) -> Code {
         "guzik-preemptible" => Code::GuzikPreemptible,
         "guzik-drain-irqs-on" => Code::GuzikDrainIrqsOn,
         "guzik-no-drain" => Code::GuzikNoDrain,
+        "guzik-nmi" => Code::GuzikNmi,
         other => panic!("freelist: unknown variant {other}"),
     }
 }
@@ -164,6 +172,13 @@ static SCENARIOS: &[Scenario] = &[
         generated: false,
     },
     Scenario {
+        name: "guzik-nmi",
+        about: "1 CPU, empty c->freelist, 1 object on the fallback list; task: alloc; NMI: kmalloc_nolock",
+        goals: &["drain-irq-freelist"],
+        loom_bound: None,
+        generated: false,
+    },
+    Scenario {
         name: "generated",
         about: "1 CPU + IRQ, 2-4 objects on c->freelist, programs of <= 3 ops each, from input bytes",
         goals: &[],
@@ -198,12 +213,13 @@ static INVARIANTS: &[Invariant] = &[
 /// Whether a holding variant is checked on a hand-written scenario: the
 /// kernel's design runs without the proposal's fallback list and the proposal
 /// is checked in the contexts its mail covers (task, IRQ, preemption; NMIs
-/// did not allocate in 2024).
+/// did not allocate in 2024: `guzik-nmi` is a witness only).
 fn applies(variant: &str, scenario: &str) -> bool {
     let guzik = code(variant).is_guzik();
     match scenario {
         "nmi" => !guzik,
         "guzik-drain" => guzik,
+        "guzik-nmi" => false,
         _ => true,
     }
 }
@@ -352,6 +368,19 @@ impl Plan {
                     ..one_cpu(3)
                 },
                 threads: vec![task(vec![Alloc]), irq(0, vec![FreeOldest])],
+                migrate_to: None,
+            },
+            "guzik-nmi" => Plan {
+                setup: Setup {
+                    cpu_freelist: vec![vec![]],
+                    irq_freelist: vec![vec![1]],
+                    slab_freelist: vec![vec![2]],
+                    ..one_cpu(2)
+                },
+                threads: vec![
+                    task(vec![Alloc]),
+                    ("nmi0".to_string(), Actor::Nmi { cpu: 0 }, vec![Alloc]),
+                ],
                 migrate_to: None,
             },
             other => panic!("freelist: unknown scenario {other}"),

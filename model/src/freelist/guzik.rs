@@ -16,7 +16,8 @@
 //! disabled around both fast paths (the marker and the freelist are per CPU);
 //! the drain pops one object with IRQs off; an object of another slab still
 //! goes to its slab (`__slab_free`); an empty fallback list falls back to the
-//! kernel's slow path.
+//! kernel's slow path. [`Variant::GuzikNmi`] is the same code on a kernel
+//! where NMIs allocate (`kmalloc_nolock`, v6.18), a context the mail predates.
 
 use super::{Holder, Slub, Variant, NULL};
 use crate::kernel::percpu::OnCpu;

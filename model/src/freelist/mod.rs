@@ -64,6 +64,9 @@ pub enum Variant {
     GuzikDrainIrqsOn,
     /// The proposal never draining the fallback list.
     GuzikNoDrain,
+    /// The proposal (as `Guzik8Byte`) on a kernel with `kmalloc_nolock`: an
+    /// NMI allocates through the proposal's path, which has no lock to test.
+    GuzikNmi,
 }
 
 impl Variant {
@@ -76,6 +79,7 @@ impl Variant {
                 | Variant::GuzikPreemptible
                 | Variant::GuzikDrainIrqsOn
                 | Variant::GuzikNoDrain
+                | Variant::GuzikNmi
         )
     }
 

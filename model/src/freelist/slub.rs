@@ -246,8 +246,12 @@ impl Slub {
     /// lockless fast path is not safe and is skipped (the released code then
     /// retries the next kmalloc size, another cache; with one cache the model
     /// returns NULL); otherwise the lockless fast path. An NMI never takes
-    /// the slow path here.
+    /// the slow path here. Under the proposal the NMI takes the proposal's
+    /// allocation path: the mail has no lock an NMI could test.
     pub(super) fn nolock_alloc(&self, c: &OnCpu) -> Option<u64> {
+        if self.variant.is_guzik() {
+            return self.guzik_slab_alloc(c);
+        }
         let cpu = c.this_cpu();
         if self.cpus[cpu].lock.peek() != 0 {
             c.tracepoint("nmi-inside-slowpath");
