@@ -44,6 +44,24 @@ impl DoubleWord {
         }
     }
 
+    /// Like [`DoubleWord::new`], but the trace renders the packed word with
+    /// `show` (e.g. `{obj1, tid 2}`) instead of as one number.
+    pub fn with_format(
+        lo_name: &str,
+        hi_name: &str,
+        lo_bits: u32,
+        lo: u64,
+        hi: u64,
+        show: fn(u64) -> String,
+    ) -> DoubleWord {
+        let dw = DoubleWord::new(lo_name, hi_name, lo_bits, lo, hi);
+        let packed = dw.pack(lo, hi);
+        DoubleWord {
+            word: Atomic::with_format(dw.word.name().to_string(), packed, show),
+            ..dw
+        }
+    }
+
     fn pack(&self, lo: u64, hi: u64) -> u64 {
         assert!(
             lo < 1 << self.lo_bits && hi < 1 << (64 - self.lo_bits),

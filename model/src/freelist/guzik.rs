@@ -1,0 +1,156 @@
+//! Mateusz Guzik's 8-byte proposal (linux-fsdevel, "Re: [PATCH v2] fs: try an
+//! opportunistic lookup for O_CREAT opens too", 15 Aug 2024), modelled as
+//! precisely as the mail allows; the details the mail leaves open are
+//! choices, each named by a variant.
+//!
+//! The mail: the per-CPU freelist is one word, updated by an 8-byte
+//! CPU-local cmpxchg; an allocation in progress is cheaply visible to
+//! interrupts on the same CPU, and a free from an interrupt that sees it puts
+//! the object on a different list, so the freelist cannot go A→B→A under the
+//! allocation; an allocation that finds the freelist empty disables
+//! interrupts and looks at that fallback list.
+//!
+//! Choices (open in the mail), as in [`Variant::Guzik8Byte`]: the marker is a
+//! per-CPU word saved and restored by each allocation (so an interrupt's own
+//! allocation cannot clear the interrupted one's marker); preemption is
+//! disabled around both fast paths (the marker and the freelist are per CPU);
+//! the drain pops one object with IRQs off; an object of another slab still
+//! goes to its slab (`__slab_free`); an empty fallback list falls back to the
+//! kernel's slow path. [`Variant::GuzikNmi`] is the same code on a kernel
+//! where NMIs allocate (`kmalloc_nolock`, v6.18), a context the mail predates.
+
+use super::{Holder, Slub, Variant, NULL};
+use crate::kernel::percpu::OnCpu;
+
+impl Slub {
+    fn pinned(&self) -> bool {
+        self.variant != Variant::GuzikPreemptible
+    }
+
+    /// The proposal's allocation (steps G0–G5 of the brief): set the pending
+    /// marker, pop the freelist head with an 8-byte CPU-local cmpxchg
+    /// (retrying on failure), drain the fallback list if the freelist is
+    /// empty, restore the marker; with nothing anywhere, the slow path.
+    pub(super) fn guzik_slab_alloc(&self, c: &OnCpu) -> Option<u64> {
+        let _f = c.enter("guzik_slab_alloc");
+        if self.pinned() {
+            c.preempt_disable();
+        }
+        let prev = if self.variant == Variant::GuzikFlag {
+            0
+        } else {
+            self.cpus[c.this_cpu()].pending.read_once(c)
+        };
+        self.cpus[c.this_cpu()].pending.write_once(c, 1);
+        c.window();
+        let mut got = loop {
+            let cpu = c.this_cpu();
+            let object = self.cpus[cpu].read_freelist(c);
+            let seen = self.ops_on(cpu);
+            if object == NULL {
+                break None;
+            }
+            self.hold(c, object, Holder::InHand);
+            c.window();
+            let next = self.get_freepointer_safe(c, object);
+            c.window();
+            if self.ops_on(c.this_cpu()) != seen || c.this_cpu() != cpu {
+                c.tracepoint("interrupted-alloc-fastpath");
+            }
+            if self.cpus[c.this_cpu()].update_freelist_fast(c, (object, 0), (next, 0)) {
+                break Some(object);
+            }
+            self.unhold(c, object, Holder::InHand);
+            c.tracepoint("cmpxchg-retry");
+            c.window();
+        };
+        if got.is_none() {
+            c.window();
+            got = self.guzik_drain(c);
+        }
+        self.cpus[c.this_cpu()].pending.write_once(c, prev);
+        if self.pinned() {
+            c.preempt_enable();
+        }
+        match got {
+            Some(o) => {
+                self.handed_out(c, o);
+                Some(o)
+            }
+            None => {
+                c.window();
+                self.__slab_alloc(c)
+            }
+        }
+    }
+
+    /// The proposal's G5: with IRQs off, pop one object from this CPU's
+    /// fallback list.
+    fn guzik_drain(&self, c: &OnCpu) -> Option<u64> {
+        let _f = c.enter("guzik_drain_irq_freelist");
+        if self.variant == Variant::GuzikNoDrain {
+            return None;
+        }
+        let irqs_off = self.variant != Variant::GuzikDrainIrqsOn;
+        if irqs_off {
+            c.local_irq_save();
+        }
+        let head = self.cpus[c.this_cpu()].irq_freelist.read_once(c);
+        c.window();
+        let got = if head == NULL {
+            None
+        } else {
+            c.tracepoint("drain-irq-freelist");
+            self.hold(c, head, Holder::InHand);
+            let next = self.get_freepointer_safe(c, head);
+            c.window();
+            self.cpus[c.this_cpu()].irq_freelist.write_once(c, next);
+            Some(head)
+        };
+        if irqs_off {
+            c.local_irq_restore();
+        }
+        got
+    }
+
+    /// The proposal's free: an object of another slab goes to its slab; a
+    /// free from interrupt context that sees a pending allocation on this CPU
+    /// is pushed onto the fallback list; anything else is pushed onto the
+    /// freelist with the 8-byte CPU-local cmpxchg.
+    pub(super) fn guzik_slab_free(&self, c: &OnCpu, obj: u64) {
+        let _f = c.enter("guzik_slab_free");
+        if self.pinned() {
+            c.preempt_disable();
+        }
+        loop {
+            let cpu = c.this_cpu();
+            let kc = &self.cpus[cpu];
+            if self.slab_of[obj as usize] != kc.slab {
+                self.__slab_free(c, obj);
+                break;
+            }
+            if Self::in_irq(c) && kc.pending.read_once(c) != 0 {
+                c.tracepoint("free-diverted");
+                let head = kc.irq_freelist.read_once(c);
+                self.set_freepointer(c, obj, head);
+                kc.irq_freelist.write_once(c, obj);
+                break;
+            }
+            let head = kc.read_freelist(c);
+            c.window();
+            self.set_freepointer(c, obj, head);
+            c.window();
+            if c.this_cpu() != cpu {
+                c.tracepoint("migrated-in-free-fastpath");
+            }
+            if self.cpus[c.this_cpu()].update_freelist_fast(c, (head, 0), (obj, 0)) {
+                break;
+            }
+            c.tracepoint("cmpxchg-retry");
+            c.window();
+        }
+        if self.pinned() {
+            c.preempt_enable();
+        }
+    }
+}
