@@ -8,6 +8,7 @@
 
 use vfsmc::check::{Check, Report};
 use vfsmc::engine::EngineKind;
+use vfsmc::render::text_trace;
 use vfsmc_specs::litmus::{self, Documented};
 
 fn check(name: &str, engine: EngineKind) -> (Report, &'static litmus::LitmusTest) {
@@ -145,4 +146,14 @@ fn shuttle_pct_holds_every_never_test() {
             );
         }
     }
+}
+
+/// The invariant `exists` breaks on every `Sometimes` test; the reviewed
+/// record is loom's shortest trace of the classic one, MP+poonceonces.
+#[test]
+fn shortest_trace_of_exists() {
+    let (report, _) = check("MP+poonceonces", EngineKind::Loom);
+    assert!(report.matches_expected(), "{}", report.text());
+    let record = report.record.expect("a violation carries its trace");
+    insta::assert_snapshot!("litmus__exists", text_trace(&record));
 }

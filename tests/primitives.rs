@@ -3,9 +3,10 @@
 //! with the registry, and one snapshot of the shortest trace per invariant
 //! the model breaks.
 //!
-//! `seqcount-retry-without-rmb` is a weak-memory bug (`LOOM_ONLY`): shuttle
-//! runs every access sequentially consistently and cannot find it, so the
-//! PCT table reports it without judging it.
+//! `seqcount-retry-without-rmb` and `seqcount-begin-without-wmb` are
+//! weak-memory bugs (`LOOM_ONLY`): shuttle runs every access sequentially
+//! consistently and cannot find them, so the PCT table reports them without
+//! judging them.
 
 use vfsmc::check::{registry_checks, Check, Report, Verdict};
 use vfsmc::engine::EngineKind;

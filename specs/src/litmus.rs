@@ -1061,6 +1061,9 @@ impl Model for Litmus {
     }
 }
 
+/// The litmus functions' names, which label their steps.
+const PROCS: [&str; 4] = ["P0", "P1", "P2", "P3"];
+
 fn run_test(test: &'static LitmusTest) {
     let mem = Arc::new(Mem::new(test));
     let regs: Arc<Mutex<Vec<Regs>>> = Arc::new(Mutex::new(vec![vec![]; test.threads.len()]));
@@ -1073,6 +1076,7 @@ fn run_test(test: &'static LitmusTest) {
             let name = format!("P{i}");
             exec::spawn(&name.clone(), move || {
                 let t = Task::new(&name, Context::Task);
+                let _f = t.enter(PROCS[i]);
                 let r = thread(&mem, &t);
                 regs.lock().unwrap_or_else(|p| p.into_inner())[i] = r;
             })

@@ -13,8 +13,8 @@
 //! per-CPU read-modify-write split by an interrupt, and a double-word update
 //! done as two stores.
 //!
-//! `seqcount-retry-without-rmb` is a weak-memory bug: only loom (C11) can
-//! find it; shuttle is sequentially consistent and must not be asked to (see
+//! `seqcount-retry-without-rmb` and `seqcount-begin-without-wmb` are
+//! weak-memory bugs: only loom (C11) can find them; shuttle is sequentially consistent and must not be asked to (see
 //! [`LOOM_ONLY`]).
 
 use std::sync::{Arc, Mutex};
@@ -38,6 +38,7 @@ use crate::{Expected, Invariant, Model, Run, Scenario, Variant};
 pub enum Use {
     Correct,
     SeqcountRetryWithoutRmb,
+    SeqcountBeginWithoutWmb,
     SeqcountNoRetry,
     LockrefIgnoresLock,
     RcuFreeWithoutGracePeriod,
@@ -55,6 +56,7 @@ pub enum Use {
 pub const USES: &[(&str, Use)] = &[
     ("correct-use", Use::Correct),
     ("seqcount-retry-without-rmb", Use::SeqcountRetryWithoutRmb),
+    ("seqcount-begin-without-wmb", Use::SeqcountBeginWithoutWmb),
     ("seqcount-no-retry", Use::SeqcountNoRetry),
     ("lockref-lockless-ignores-lock", Use::LockrefIgnoresLock),
     (
@@ -72,7 +74,7 @@ pub const USES: &[(&str, Use)] = &[
 ];
 
 /// Variants whose bug needs weak memory: loom finds them, shuttle (SC) cannot.
-pub const LOOM_ONLY: &[&str] = &["seqcount-retry-without-rmb"];
+pub const LOOM_ONLY: &[&str] = &["seqcount-retry-without-rmb", "seqcount-begin-without-wmb"];
 
 static VARIANTS: &[Variant] = &[
     Variant {
@@ -88,6 +90,13 @@ static VARIANTS: &[Variant] = &[
         witness: "seqcount",
         kernel: "include/linux/seqlock.h:read_seqcount_retry (v6.12)",
         about: "the reader's retry omits smp_rmb (__read_seqcount_retry where the loads are unordered): the data loads may read inside the write section and the count still compare equal; a weak-memory bug, found by loom only",
+    },
+    Variant {
+        name: "seqcount-begin-without-wmb",
+        expected: Expected::Violates("seq_consistent"),
+        witness: "seqcount",
+        kernel: "include/linux/seqlock.h:write_seqcount_begin (v6.12)",
+        about: "the writer omits the smp_wmb after its first increment: a reader may see new data with the old even count; a weak-memory bug, found by loom only",
     },
     Variant {
         name: "seqcount-no-retry",
@@ -282,7 +291,7 @@ impl Model for Primitives {
         "primitives"
     }
     fn about(&self) -> &'static str {
-        "the kernel primitives used correctly and misused once each; seqcount-retry-without-rmb is a weak-memory bug found by loom only"
+        "the kernel primitives used correctly and misused once each; seqcount-retry-without-rmb and seqcount-begin-without-wmb are weak-memory bugs found by loom only"
     }
     fn variants(&self) -> &'static [Variant] {
         VARIANTS
@@ -332,10 +341,10 @@ struct SeqState {
 /// include/linux/seqlock.h (v6.12): a writer section under the associated
 /// lock, and a reader that begins, reads, and retries unless told not to.
 fn seqcount(how: Use) {
-    let flavor = if how == Use::SeqcountRetryWithoutRmb {
-        SeqcountFlavor::RetryWithoutRmb
-    } else {
-        SeqcountFlavor::Kernel
+    let flavor = match how {
+        Use::SeqcountRetryWithoutRmb => SeqcountFlavor::RetryWithoutRmb,
+        Use::SeqcountBeginWithoutWmb => SeqcountFlavor::BeginWithoutWmb,
+        _ => SeqcountFlavor::Kernel,
     };
     let s = Arc::new(SeqState {
         lock: SpinLock::new("seq_lock"),
