@@ -171,7 +171,9 @@ impl Rcu {
     fn take_batch(&self) -> Vec<(u64, Callback)> {
         let upto = self.queued.load(Ordering::Acquire);
         let mut pending = ghost(&self.callbacks);
-        let (batch, later) = std::mem::take(&mut *pending).into_iter().partition(|(n, _)| *n <= upto);
+        let (batch, later) = std::mem::take(&mut *pending)
+            .into_iter()
+            .partition(|(n, _)| *n <= upto);
         *pending = later;
         batch
     }
