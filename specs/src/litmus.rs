@@ -885,7 +885,7 @@ pub static TESTS: &[LitmusTest] = &[
         "smp_wmb paired with smp_rmb forbids message-passing reordering"),
     test("MP+onceassign+derefonce", TOOLS, Never, &[mp_assign_p0, mp_deref_p1],
         mp_deref_exists, "1:r0=x /\\ 1:r1=0",
-        "rcu_assign_pointer and rcu_dereference hide pre-initialisation contents from a reader")
+        "rcu_assign_pointer and rcu_dereference hide pre-initialisation contents from a reader (rcu_dereference is an acquire load here, stronger than the address dependency LKMM relies on)")
         .init([0, PTR_Z, 0], true),
     test("MP+polockmbonce+poacquiresilsil", TOOLS, Never, &[lock_mb_x_p0, silsil_p1],
         silsil_exists, "1:r1=1 /\\ 1:r2=0 /\\ 1:r3=1",
@@ -985,7 +985,7 @@ pub static TESTS: &[LitmusTest] = &[
         "seeing the critical section's store means entering the lock after it (no roach-motel reordering)"),
     test("RCU+sync+free", RCU, Never, &[rcu_free_p0, rcu_free_p1],
         rcu_free_exists, "0:r0=x /\\ 0:r1=0",
-        "a reader that saw the old pointer never sees the writes after the grace period")
+        "a reader that saw the old pointer never sees the writes after the grace period (rcu_dereference is an acquire load here, stronger than the address dependency)")
         .init([1, PTR_X, 1], true),
     test("RCU+sync+read", RCU, Never, &[rcu_read_p0, rcu_read_p1],
         rcu_read_exists, "1:r0=1 /\\ 1:r1=0",
