@@ -1,7 +1,289 @@
-//! The `primitives` model's registry, scenarios and invariants (being written).
+//! The `primitives` model: each kernel primitive used as the kernel uses it,
+//! and one misuse each, so the suite shows the engines find what the
+//! primitives are there to catch.
+//!
+//! One variant, `correct-use`, uses every primitive correctly and must hold
+//! on every scenario. Every other variant injects exactly one misuse into one
+//! scenario (its witness) and names the invariant that breaks. The misuses
+//! are those a kernel reviewer meets: a seqcount reader that skips its
+//! `smp_rmb` or its retry, a lockless lockref update that ignores the lock,
+//! a free without a grace period, a double free, a NULL dereference after
+//! removal, an unbalanced `rcu_read_unlock`, a sleep inside an RCU read-side
+//! section, data touched under the wrong lock, an unchecked `ERR_PTR`, a
+//! per-CPU read-modify-write split by an interrupt, and a double-word update
+//! done as two stores.
+//!
+//! `seqcount-retry-without-rmb` and `seqcount-begin-without-wmb` are
+//! weak-memory bugs: only loom (C11) can find them; shuttle is sequentially consistent and must not be asked to (see
+//! [`LOOM_ONLY`]).
 
-use crate::{Invariant, Model, Run, Scenario, Variant};
+use std::sync::{Arc, Mutex};
 
+use vfsmc_model::exec::{self, Context, Task};
+use vfsmc_model::kernel::atomic::Atomic;
+use vfsmc_model::kernel::cmpxchg_double::DoubleWord;
+use vfsmc_model::kernel::errptr::{ErrPtr, Errno};
+use vfsmc_model::kernel::lockref::{Lockref, LockrefFlavor};
+use vfsmc_model::kernel::percpu::Cpus;
+use vfsmc_model::kernel::rcu::{Rcu, Slab};
+use vfsmc_model::kernel::seqcount::{SeqCount, SeqcountFlavor};
+use vfsmc_model::kernel::sleeping;
+use vfsmc_model::kernel::spinlock::{Locked, SpinLock};
+use vfsmc_model::sync;
+
+use crate::{Expected, Invariant, Model, Run, Scenario, Variant};
+
+/// Which primitive is misused, if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Use {
+    Correct,
+    SeqcountRetryWithoutRmb,
+    SeqcountBeginWithoutWmb,
+    SeqcountNoRetry,
+    LockrefIgnoresLock,
+    RcuFreeWithoutGracePeriod,
+    RcuFreeTwice,
+    RcuDerefUnchecked,
+    RcuUnlockTwice,
+    MightSleepInRcu,
+    SpinlockWrongLock,
+    ErrPtrDeref,
+    IrqWindowNonatomic,
+    CmpxchgDoubleTwoStores,
+}
+
+/// Registry name → misuse.
+pub const USES: &[(&str, Use)] = &[
+    ("correct-use", Use::Correct),
+    ("seqcount-retry-without-rmb", Use::SeqcountRetryWithoutRmb),
+    ("seqcount-begin-without-wmb", Use::SeqcountBeginWithoutWmb),
+    ("seqcount-no-retry", Use::SeqcountNoRetry),
+    ("lockref-lockless-ignores-lock", Use::LockrefIgnoresLock),
+    (
+        "rcu-free-without-grace-period",
+        Use::RcuFreeWithoutGracePeriod,
+    ),
+    ("rcu-free-twice", Use::RcuFreeTwice),
+    ("rcu-deref-unchecked", Use::RcuDerefUnchecked),
+    ("rcu-unlock-twice", Use::RcuUnlockTwice),
+    ("might-sleep-in-rcu", Use::MightSleepInRcu),
+    ("spinlock-wrong-lock", Use::SpinlockWrongLock),
+    ("err-ptr-deref", Use::ErrPtrDeref),
+    ("irq-window-nonatomic", Use::IrqWindowNonatomic),
+    ("cmpxchg-double-two-stores", Use::CmpxchgDoubleTwoStores),
+];
+
+/// Variants whose bug needs weak memory: loom finds them, shuttle (SC) cannot.
+pub const LOOM_ONLY: &[&str] = &["seqcount-retry-without-rmb", "seqcount-begin-without-wmb"];
+
+static VARIANTS: &[Variant] = &[
+    Variant {
+        name: "correct-use",
+        expected: Expected::Holds,
+        witness: "",
+        kernel: "include/linux/{seqlock,lockref,rcupdate,spinlock,err,irqflags}.h (v6.12)",
+        about: "every primitive used as the kernel uses it: seqcount read/retry, lockref get under a lock holder, RCU removal freed by call_rcu, mutex outside RCU, data under its own lock, IS_ERR checked, per-CPU update with IRQs off, cmpxchg_double loop",
+    },
+    Variant {
+        name: "seqcount-retry-without-rmb",
+        expected: Expected::Violates("seq_consistent"),
+        witness: "seqcount",
+        kernel: "include/linux/seqlock.h:read_seqcount_retry (v6.12)",
+        about: "the reader's retry omits smp_rmb (__read_seqcount_retry where the loads are unordered): the data loads may read inside the write section and the count still compare equal; a weak-memory bug, found by loom only",
+    },
+    Variant {
+        name: "seqcount-begin-without-wmb",
+        expected: Expected::Violates("seq_consistent"),
+        witness: "seqcount",
+        kernel: "include/linux/seqlock.h:write_seqcount_begin (v6.12)",
+        about: "the writer omits the smp_wmb after its first increment: a reader may see new data with the old even count; a weak-memory bug, found by loom only",
+    },
+    Variant {
+        name: "seqcount-no-retry",
+        expected: Expected::Violates("seq_consistent"),
+        witness: "seqcount",
+        kernel: "include/linux/seqlock.h:read_seqcount_begin (v6.12)",
+        about: "the reader uses its data without read_seqcount_retry: a torn read, found by every engine",
+    },
+    Variant {
+        name: "lockref-lockless-ignores-lock",
+        expected: Expected::Violates("lockref_locked_section"),
+        witness: "lockref",
+        kernel: "lib/lockref.c:CMPXCHG_LOOP (v6.12)",
+        about: "the lockless path does not check the embedded lock before its cmpxchg (LockrefFlavor::IgnoresLock), so a lockref_get lands inside a holder's critical section",
+    },
+    Variant {
+        name: "rcu-free-without-grace-period",
+        expected: Expected::Violates("use_after_free"),
+        witness: "rcu",
+        kernel: "include/linux/rcupdate.h:call_rcu (v6.12)",
+        about: "the updater unpublishes the object and kfree()s it at once instead of after a grace period; a reader still holding the pointer touches freed memory",
+    },
+    Variant {
+        name: "rcu-free-twice",
+        expected: Expected::Violates("double_free"),
+        witness: "rcu",
+        kernel: "mm/slab_common.c:kfree (v6.12)",
+        about: "the updater waits for a grace period and kfree()s the object, and also queues a call_rcu callback that frees it again",
+    },
+    Variant {
+        name: "rcu-deref-unchecked",
+        expected: Expected::Violates("null_deref"),
+        witness: "rcu",
+        kernel: "include/linux/rcupdate.h:rcu_dereference (v6.12)",
+        about: "the reader dereferences what rcu_dereference returned without checking for NULL after a concurrent removal",
+    },
+    Variant {
+        name: "rcu-unlock-twice",
+        expected: Expected::Violates("rcu_balance"),
+        witness: "rcu",
+        kernel: "include/linux/rcupdate.h:rcu_read_unlock (v6.12)",
+        about: "the reader calls rcu_read_unlock once more than rcu_read_lock",
+    },
+    Variant {
+        name: "might-sleep-in-rcu",
+        expected: Expected::Violates("might_sleep"),
+        witness: "sleep",
+        kernel: "kernel/sched/core.c:__might_sleep (v6.12)",
+        about: "mutex_lock inside an RCU read-side critical section",
+    },
+    Variant {
+        name: "spinlock-wrong-lock",
+        expected: Expected::Violates("lockdep"),
+        witness: "lockdep",
+        kernel: "include/linux/lockdep.h:lockdep_assert_held (v6.12)",
+        about: "data guarded by a_lock is updated by a task holding b_lock",
+    },
+    Variant {
+        name: "err-ptr-deref",
+        expected: Expected::Violates("err_ptr_deref"),
+        witness: "errptr",
+        kernel: "include/linux/err.h:IS_ERR (v6.12)",
+        about: "a lookup's result is used without IS_ERR, and a concurrent removal makes it ERR_PTR(-ENOENT)",
+    },
+    Variant {
+        name: "irq-window-nonatomic",
+        expected: Expected::Violates("percpu_count"),
+        witness: "irq",
+        kernel: "include/linux/percpu-defs.h:__this_cpu_add (v6.12)",
+        about: "a per-CPU counter incremented as a plain load and store with IRQs enabled: an interrupt between them loses its own increment",
+    },
+    Variant {
+        name: "cmpxchg-double-two-stores",
+        expected: Expected::Violates("pair_consistent"),
+        witness: "cmpxchg-double",
+        kernel: "mm/slub.c:__update_freelist_fast (v6.12)",
+        about: "a {freelist, tid} pair updated by two separate stores instead of one cmpxchg_double: concurrent updates tear the pair or are lost",
+    },
+];
+
+static SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "seqcount",
+        about: "one writer updates the pair {a, b} from {0, 0} to {1, 1} inside a write section under seq_lock; one reader reads the pair (at most two tries)",
+        goals: &["reader-retried"],
+        loom_bound: None,
+        generated: false,
+    },
+    Scenario {
+        name: "lockref",
+        about: "d_lockref at 1: one task takes a reference with lockref_get while another takes the embedded lock and adds one under it",
+        goals: &["lockref-lockless-saw-lock"],
+        loom_bound: None,
+        generated: false,
+    },
+    Scenario {
+        name: "rcu",
+        about: "obj#1 published in gp: a reader dereferences gp under rcu_read_lock while the updater unpublishes it and frees it through call_rcu; the GP kthread runs the callback",
+        goals: &["reader-saw-object", "reader-saw-null"],
+        loom_bound: None,
+        generated: false,
+    },
+    Scenario {
+        name: "sleep",
+        about: "two tasks take mutex m; one of them also reads under rcu_read_lock",
+        goals: &["mutex-taken-by-reader"],
+        loom_bound: None,
+        generated: false,
+    },
+    Scenario {
+        name: "lockdep",
+        about: "two tasks increment data guarded by a_lock; b_lock exists too",
+        goals: &["both-updated"],
+        loom_bound: None,
+        generated: false,
+    },
+    Scenario {
+        name: "errptr",
+        about: "a lookup of a table entry under tbl_lock races with its removal",
+        goals: &["lookup-got-entry", "lookup-got-enoent"],
+        loom_bound: None,
+        generated: false,
+    },
+    Scenario {
+        name: "irq",
+        about: "one CPU: a task increments a per-CPU counter while an interrupt handler on the same CPU increments it too",
+        goals: &["irq-interrupted-task"],
+        loom_bound: None,
+        generated: false,
+    },
+    Scenario {
+        name: "cmpxchg-double",
+        about: "two tasks each advance the pair {freelist, tid} from {n, n} to {n+1, n+1}",
+        goals: &["cmpxchg-double-retried"],
+        loom_bound: None,
+        generated: false,
+    },
+];
+
+static INVARIANTS: &[Invariant] = &[
+    Invariant {
+        name: "seq_consistent",
+        about: "a seqcount reader that did not retry used a pair written by no half-finished write section (a = b)",
+    },
+    Invariant {
+        name: "lockref_locked_section",
+        about: "built in (kernel::lockref): no lockless update lands while the embedded lock is held",
+    },
+    Invariant {
+        name: "use_after_free",
+        about: "built in (kernel::rcu::Slab): no access to a freed object",
+    },
+    Invariant {
+        name: "double_free",
+        about: "built in (kernel::rcu::Slab): no object is freed twice",
+    },
+    Invariant {
+        name: "null_deref",
+        about: "built in (kernel::rcu::Slab): no NULL object pointer is dereferenced",
+    },
+    Invariant {
+        name: "rcu_balance",
+        about: "built in (kernel::rcu): rcu_read_unlock only inside a read-side section",
+    },
+    Invariant {
+        name: "might_sleep",
+        about: "built in (exec::Task::might_sleep): nothing blocks in atomic context",
+    },
+    Invariant {
+        name: "lockdep",
+        about: "built in (kernel::spinlock::Locked): guarded data is touched only under its own lock",
+    },
+    Invariant {
+        name: "err_ptr_deref",
+        about: "built in (kernel::errptr): no NULL or ERR_PTR value is dereferenced",
+    },
+    Invariant {
+        name: "percpu_count",
+        about: "at the end the per-CPU counter counts every increment (task and interrupt)",
+    },
+    Invariant {
+        name: "pair_consistent",
+        about: "at the end the {freelist, tid} pair is {2, 2}: both updates landed, in both words",
+    },
+];
+
+/// The primitives model.
 pub struct Primitives;
 
 impl Model for Primitives {
@@ -9,16 +291,470 @@ impl Model for Primitives {
         "primitives"
     }
     fn about(&self) -> &'static str {
-        "(being written)"
+        "the kernel primitives used correctly and misused once each; seqcount-retry-without-rmb and seqcount-begin-without-wmb are weak-memory bugs found by loom only"
     }
     fn variants(&self) -> &'static [Variant] {
-        &[]
+        VARIANTS
     }
     fn scenarios(&self) -> &'static [Scenario] {
-        &[]
+        SCENARIOS
     }
     fn invariants(&self) -> &'static [Invariant] {
-        &[]
+        INVARIANTS
     }
-    fn execute(&self, _run: &Run) {}
+
+    fn execute(&self, run: &Run) {
+        let how = USES
+            .iter()
+            .find(|(n, _)| *n == run.variant)
+            .map(|(_, u)| *u)
+            .expect("the checker only runs registered variants");
+        match run.scenario.as_str() {
+            "seqcount" => seqcount(how),
+            "lockref" => lockref(how),
+            "rcu" => rcu(how),
+            "sleep" => sleep(how),
+            "lockdep" => lockdep(how),
+            "errptr" => errptr(how),
+            "irq" => irq(how),
+            "cmpxchg-double" => cmpxchg_double(how),
+            other => panic!("primitives has no scenario {other}"),
+        }
+    }
+}
+
+fn ghost<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+// --- seqcount ------------------------------------------------------------
+
+struct SeqState {
+    lock: SpinLock,
+    seq: SeqCount,
+    a: Atomic,
+    b: Atomic,
+    /// Ghost: the pair the reader went on to use.
+    used: Mutex<Option<(u64, u64)>>,
+}
+
+/// include/linux/seqlock.h (v6.12): a writer section under the associated
+/// lock, and a reader that begins, reads, and retries unless told not to.
+fn seqcount(how: Use) {
+    let flavor = match how {
+        Use::SeqcountRetryWithoutRmb => SeqcountFlavor::RetryWithoutRmb,
+        Use::SeqcountBeginWithoutWmb => SeqcountFlavor::BeginWithoutWmb,
+        _ => SeqcountFlavor::Kernel,
+    };
+    let s = Arc::new(SeqState {
+        lock: SpinLock::new("seq_lock"),
+        seq: SeqCount::with_flavor("seq", flavor),
+        a: Atomic::new("a", 0),
+        b: Atomic::new("b", 0),
+        used: Mutex::new(None),
+    });
+    let obs = s.clone();
+    exec::invariant("seq_consistent", move || match *ghost(&obs.used) {
+        Some((a, b)) if a != b => Err(format!("the reader used a torn pair a={a} b={b}")),
+        _ => Ok(()),
+    });
+    let obs = s.clone();
+    exec::observe(move || {
+        format!(
+            "seq={} a={} b={} used={:?}",
+            obs.seq.peek(),
+            obs.a.peek(),
+            obs.b.peek(),
+            *ghost(&obs.used)
+        )
+    });
+    let w = s.clone();
+    let writer = exec::spawn("writer", move || {
+        let t = Task::new("writer", Context::Task);
+        let _f = t.enter("write_seqcount");
+        let g = w.lock.spin_lock(&t);
+        w.seq.write_seqcount_begin(&t);
+        w.a.write_once(&t, 1);
+        w.b.write_once(&t, 1);
+        w.seq.write_seqcount_end(&t);
+        g.unlock();
+    });
+    let r = s.clone();
+    let reader = exec::spawn("reader", move || {
+        let t = Task::new("reader", Context::Task);
+        let _f = t.enter("read_seqcount");
+        for _ in 0..2 {
+            let start = r.seq.read_seqcount_begin(&t);
+            let a = r.a.read_once(&t);
+            let b = r.b.read_once(&t);
+            if how != Use::SeqcountNoRetry && r.seq.read_seqcount_retry(&t, start) {
+                t.tracepoint("reader-retried");
+                continue;
+            }
+            *ghost(&r.used) = Some((a, b));
+            t.step(format!("use a={a} b={b}"));
+            return;
+        }
+    });
+    writer.join();
+    reader.join();
+}
+
+// --- lockref -------------------------------------------------------------
+
+/// lib/lockref.c (v6.12): a lockless lockref_get racing with a lock holder.
+fn lockref(how: Use) {
+    let flavor = if how == Use::LockrefIgnoresLock {
+        LockrefFlavor::IgnoresLock
+    } else {
+        LockrefFlavor::Kernel
+    };
+    let lr = Arc::new(Lockref::with_flavor("d_lockref", 1, flavor));
+    let obs = lr.clone();
+    exec::observe(move || {
+        let (count, locked) = obs.peek();
+        format!("d_lockref count={count} locked={locked}")
+    });
+    let l = lr.clone();
+    let getter = exec::spawn("getter", move || {
+        let t = Task::new("getter", Context::Task);
+        let _f = t.enter("dget");
+        l.lockref_get(&t);
+    });
+    let l = lr.clone();
+    let holder = exec::spawn("holder", move || {
+        let t = Task::new("holder", Context::Task);
+        let _f = t.enter("dget_locked");
+        let g = l.lock(&t);
+        g.set_count(g.count() + 1);
+        g.unlock();
+    });
+    getter.join();
+    holder.join();
+}
+
+// --- RCU -----------------------------------------------------------------
+
+struct Obj {
+    val: Atomic,
+    flags: Atomic,
+}
+
+struct RcuState {
+    rcu: Rcu,
+    slab: Slab<Obj>,
+    gp: Atomic,
+}
+
+/// include/linux/rcupdate.h, mm/slab_common.c (v6.12): a reader of an
+/// RCU-protected pointer against an updater that removes and frees.
+fn rcu(how: Use) {
+    let s = Arc::new(RcuState {
+        rcu: Rcu::new(),
+        slab: Slab::new("obj"),
+        gp: Atomic::new("gp", 0),
+    });
+    let main = Task::new("main", Context::Task);
+    let obj = s.slab.alloc(
+        &main,
+        || Obj {
+            val: Atomic::new("obj.val", 7),
+            flags: Atomic::new("obj.flags", 1),
+        },
+        |_| (),
+    );
+    s.gp.rcu_assign_pointer(&main, obj);
+    let obs = s.clone();
+    exec::observe(move || {
+        let objs: Vec<String> = obs
+            .slab
+            .all()
+            .iter()
+            .map(|(r, st)| format!("{}: {st:?}", obs.slab.label(*r)))
+            .collect();
+        format!("gp={} {}", obs.slab.label(obs.gp.peek()), objs.join(", "))
+    });
+
+    let r = s.clone();
+    let reader = exec::spawn("reader", move || {
+        let t = Task::new("reader", Context::Task);
+        let _f = t.enter("reader");
+        r.rcu.rcu_read_lock(&t);
+        let p = r.gp.rcu_dereference(&t);
+        if p == 0 && how != Use::RcuDerefUnchecked {
+            t.tracepoint("reader-saw-null");
+        } else {
+            // Two field loads, each an access of the object's memory.
+            r.slab.get(&t, p).val.read_once(&t);
+            r.slab.get(&t, p).flags.read_once(&t);
+            t.tracepoint("reader-saw-object");
+        }
+        r.rcu.rcu_read_unlock(&t);
+        if how == Use::RcuUnlockTwice {
+            r.rcu.rcu_read_unlock(&t);
+        }
+    });
+    let u = s.clone();
+    let updater = exec::spawn("updater", move || {
+        let t = Task::new("updater", Context::Task);
+        let _f = t.enter("remove");
+        u.gp.rcu_assign_pointer(&t, 0);
+        let free_later = |u: &Arc<RcuState>, t: &Task| {
+            let s = u.clone();
+            u.rcu.call_rcu(t, &u.slab.label(obj), move |t| {
+                s.slab.free(t, obj, "rcu callback")
+            });
+        };
+        match how {
+            Use::RcuFreeWithoutGracePeriod => u.slab.free(&t, obj, "kfree"),
+            Use::RcuFreeTwice => {
+                free_later(&u, &t);
+                u.rcu.synchronize_rcu(&t);
+                u.slab.free(&t, obj, "kfree");
+            }
+            _ => free_later(&u, &t),
+        }
+    });
+    let k = s.clone();
+    let kthread = exec::spawn("rcu_gp", move || {
+        let t = Task::new("rcu_gp", Context::Kthread);
+        k.rcu.gp_kthread(&t);
+    });
+    reader.join();
+    updater.join();
+    s.rcu.stop_gp_kthread();
+    kthread.join();
+    s.rcu.rcu_barrier(&main);
+}
+
+// --- sleeping in atomic context -------------------------------------------
+
+/// kernel/sched/core.c:__might_sleep (v6.12): a mutex taken by a task that
+/// also reads under RCU.
+fn sleep(how: Use) {
+    let m = Arc::new((
+        sleeping::Mutex::new("m"),
+        Rcu::new(),
+        Atomic::new("shared", 0),
+    ));
+    let r = m.clone();
+    let reader = exec::spawn("reader", move || {
+        let t = Task::new("reader", Context::Task);
+        let _f = t.enter("reader");
+        let (mutex, rcu, shared) = (&r.0, &r.1, &r.2);
+        rcu.rcu_read_lock(&t);
+        shared.read_once(&t);
+        if how == Use::MightSleepInRcu {
+            let g = mutex.mutex_lock(&t);
+            t.tracepoint("mutex-taken-by-reader");
+            g.mutex_unlock();
+        }
+        rcu.rcu_read_unlock(&t);
+        if how != Use::MightSleepInRcu {
+            let g = mutex.mutex_lock(&t);
+            t.tracepoint("mutex-taken-by-reader");
+            g.mutex_unlock();
+        }
+    });
+    let w = m.clone();
+    let writer = exec::spawn("writer", move || {
+        let t = Task::new("writer", Context::Task);
+        let _f = t.enter("writer");
+        let g = w.0.mutex_lock(&t);
+        w.2.write_once(&t, 1);
+        g.mutex_unlock();
+    });
+    reader.join();
+    writer.join();
+}
+
+// --- lockdep ---------------------------------------------------------------
+
+/// include/linux/lockdep.h:lockdep_assert_held (v6.12): data guarded by one
+/// lock, updated by two tasks.
+fn lockdep(how: Use) {
+    let a = SpinLock::new("a_lock");
+    let b = SpinLock::new("b_lock");
+    let data = Locked::new(&a, 0u64);
+    let s = Arc::new((a, b, data));
+    let spawn_updater = |name: &'static str, wrong: bool| {
+        let s = s.clone();
+        exec::spawn(name, move || {
+            let t = Task::new(name, Context::Task);
+            let _f = t.enter("update");
+            let (a, b, data) = (&s.0, &s.1, &s.2);
+            let g = if wrong {
+                b.spin_lock(&t)
+            } else {
+                a.spin_lock(&t)
+            };
+            data.apply(&g, |d| {
+                *d += 1;
+                format!("data {}→{}", *d - 1, *d)
+            });
+            g.unlock();
+        })
+    };
+    let t0 = spawn_updater("T0", false);
+    let t1 = spawn_updater("T1", how == Use::SpinlockWrongLock);
+    t0.join();
+    t1.join();
+    if s.2.exclusive(|d| *d) == 2 {
+        let main = Task::new("main", Context::Task);
+        main.tracepoint("both-updated");
+    }
+}
+
+// --- error pointers --------------------------------------------------------
+
+/// include/linux/err.h (v6.12): a lookup that returns ERR_PTR(-ENOENT) once
+/// the entry is gone.
+fn errptr(how: Use) {
+    let lock = SpinLock::new("tbl_lock");
+    let table = Locked::new(&lock, Some(7u64));
+    let s = Arc::new((lock, table));
+    let l = s.clone();
+    let lookup = exec::spawn("lookup", move || {
+        let t = Task::new("lookup", Context::Task);
+        let _f = t.enter("lookup");
+        let g = l.0.spin_lock(&t);
+        let res = l.1.get(&g, |e| match e {
+            Some(v) => ErrPtr::Ptr(*v),
+            None => ErrPtr::Err(Errno::ENOENT),
+        });
+        g.unlock();
+        t.step(format!("lookup() = {res}"));
+        if how != Use::ErrPtrDeref && res.is_err() {
+            t.tracepoint("lookup-got-enoent");
+            return;
+        }
+        let v = res.deref(&t, "lookup");
+        t.step(format!("use entry {v}"));
+        t.tracepoint("lookup-got-entry");
+    });
+    let r = s.clone();
+    let remove = exec::spawn("remove", move || {
+        let t = Task::new("remove", Context::Task);
+        let _f = t.enter("remove");
+        let g = r.0.spin_lock(&t);
+        r.1.apply(&g, |e| {
+            *e = None;
+            "entry removed".to_string()
+        });
+        g.unlock();
+    });
+    lookup.join();
+    remove.join();
+}
+
+// --- interrupts and per-CPU data --------------------------------------------
+
+struct IrqState {
+    cpus: Cpus,
+    count: Atomic,
+    /// Ghost: 1 once the task started its update, 2 once it finished.
+    task_phase: std::sync::atomic::AtomicU8,
+}
+
+/// include/linux/percpu-defs.h, include/linux/irqflags.h (v6.12): a per-CPU
+/// counter bumped by a task and by an interrupt handler on the same CPU.
+fn irq(how: Use) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let s = Arc::new(IrqState {
+        cpus: Cpus::new(1),
+        count: Atomic::new("pcpu_count", 0),
+        task_phase: std::sync::atomic::AtomicU8::new(0),
+    });
+    let obs = s.clone();
+    exec::observe(move || format!("pcpu_count={}", obs.count.peek()));
+    let k = s.clone();
+    let task = exec::spawn("task", move || {
+        let t = Task::new("task", Context::Task);
+        let _f = t.enter("this_cpu_inc");
+        let on = k.cpus.run_task(&t, 0);
+        k.task_phase.store(1, SeqCst);
+        if how == Use::IrqWindowNonatomic {
+            let v = k.count.read_once(&on);
+            on.window();
+            k.count.write_once(&on, v + 1);
+        } else {
+            on.local_irq_save();
+            let v = k.count.read_once(&on);
+            on.window();
+            k.count.write_once(&on, v + 1);
+            on.local_irq_restore();
+        }
+        k.task_phase.store(2, SeqCst);
+        on.leave();
+    });
+    let i = s.clone();
+    let handler = exec::spawn("irq", move || {
+        let t = Task::new("irq", Context::Irq);
+        let _f = t.enter("irq_handler");
+        let on = i.cpus.run_irq(&t, 0);
+        if i.task_phase.load(SeqCst) == 1 {
+            t.tracepoint("irq-interrupted-task");
+        }
+        i.count.nonatomic_add(&on, 1);
+        on.leave();
+    });
+    task.join();
+    handler.join();
+    let count = s.count.value_at_quiescence();
+    exec::check_final(
+        "main",
+        "percpu_count",
+        if count == 2 {
+            Ok(())
+        } else {
+            Err(format!("pcpu_count={count} after two increments"))
+        },
+    );
+}
+
+// --- double-word cmpxchg ----------------------------------------------------
+
+/// mm/slub.c (v6.12): the {freelist, tid} pair advanced by two tasks.
+fn cmpxchg_double(how: Use) {
+    let dw = Arc::new(DoubleWord::new("freelist", "tid", 8, 0, 0));
+    let obs = dw.clone();
+    exec::observe(move || {
+        let (lo, hi) = obs.peek();
+        format!("freelist={lo} tid={hi}")
+    });
+    let spawn_updater = |name: &'static str| {
+        let d = dw.clone();
+        exec::spawn(name, move || {
+            let t = Task::new(name, Context::Task);
+            let _f = t.enter("update_pair");
+            loop {
+                let lo = d.read_lo(&t);
+                let hi = d.read_hi(&t);
+                if how == Use::CmpxchgDoubleTwoStores {
+                    d.write_lo(&t, lo + 1);
+                    d.write_hi(&t, hi + 1);
+                    return;
+                }
+                if d.cmpxchg_double(&t, (lo, hi), (lo + 1, hi + 1)) {
+                    return;
+                }
+                t.tracepoint("cmpxchg-double-retried");
+                sync::yield_now();
+            }
+        })
+    };
+    let t0 = spawn_updater("T0");
+    let t1 = spawn_updater("T1");
+    t0.join();
+    t1.join();
+    let pair = dw.value_at_quiescence();
+    exec::check_final(
+        "main",
+        "pair_consistent",
+        if pair == (2, 2) {
+            Ok(())
+        } else {
+            Err(format!("{{freelist, tid}} = {pair:?} after two updates"))
+        },
+    );
 }

@@ -2,8 +2,9 @@
 //! mapped onto C11 (tools/memory-model/Documentation/explanation.txt,
 //! Documentation/atomic_t.txt, v6.12).
 //!
-//! Every [`Atomic`] carries a ghost copy of its latest value in modification
-//! order, which specs read with [`Atomic::peek`] without an engine operation.
+//! Every [`Atomic`] carries a ghost copy of the value its latest executed
+//! store wrote, which specs read with [`Atomic::peek`] without an engine
+//! operation (see there for where that differs from modification order).
 //!
 //! # C11 stand-ins and which way the error goes
 //!
@@ -16,7 +17,9 @@
 //! | `smp_mb()` | `fence(SeqCst)` | LKMM strong fence is at least as strong for the patterns we check (SB, IRIW) | exact for litmus families; never use `SeqCst` accesses (loom#180) |
 //! | `smp_rmb()` | `fence(Acquire)` | rmb orders load→load only; an acquire fence also orders earlier loads before later stores | stronger: may **miss** a load→store reordering bug |
 //! | `smp_wmb()` | `fence(Release)` | wmb orders store→store only; a release fence also orders earlier loads before later stores | stronger: may **miss** a load→store reordering bug |
-//! | value-returning RMW (`atomic_inc_return`, `cmpxchg`, `atomic_dec_and_test`, `inc_not_zero`) | `fence(SeqCst)`; RMW `AcqRel`; `fence(SeqCst)` | fully ordered in both | exact |
+//! | value-returning RMW (`atomic_inc_return`, `xchg`, successful `cmpxchg`, `atomic_dec_and_test`, `inc_not_zero`) | `fence(SeqCst)`; RMW `AcqRel`; `fence(SeqCst)` | fully ordered in both | exact |
+//! | failed `cmpxchg` | a `Relaxed` load (the fenced RMW runs only when the load saw the expected value; if the word changes in between, the failure is fenced) | unordered in both | exact, except that rare fenced failure (stronger) |
+//! | `smp_mb__after_atomic` / `smp_mb__after_spinlock` | `fence(SeqCst)` | full barrier after the RMW or lock | exact |
 //! | non-value-returning RMW (`atomic_inc`, `set_bit`) and `_relaxed` forms | `Relaxed` RMW | same | exact |
 //! | control dependencies (LKMM orders load→dependent store) | not modelled | C11 has no control dependencies | weaker: may raise a **false alarm** on load-buffering shapes; none of our models relies on one |
 //! | `barrier()` | nothing | compiler-only | exact for cross-thread reasoning; same-CPU IRQ code sees program order by construction (`kernel::percpu`) |
@@ -59,9 +62,20 @@ impl Atomic {
         &self.name
     }
 
-    /// The latest value in modification order, for observers (no engine op).
+    /// The value of the latest store *executed*, for observers (no engine
+    /// op). Under loom this is not always the last store in modification
+    /// order: of two stores not ordered by happens-before, loom may order the
+    /// one that ran first last (the litmus test CoWR+poonceonce+Once showed
+    /// it). End-of-execution checks read [`Atomic::value_at_quiescence`].
     pub fn peek(&self) -> u64 {
         self.ghost.load(Ordering::SeqCst)
+    }
+
+    /// The final value, read with an engine load once every writer has been
+    /// joined (so the load reads the last store in modification order).
+    /// Records no step.
+    pub fn value_at_quiescence(&self) -> u64 {
+        self.word.load(Ordering::Relaxed)
     }
 
     fn set_ghost(&self, v: u64) {
@@ -256,6 +270,20 @@ impl Atomic {
         let _s = atomic_section();
         t.cost(Counter::AtomicRmw, 1);
         if full {
+            // A failed cmpxchg is an unordered load (LKMM; litmus
+            // cmpxchg-fail-unordered-1/2): only a cmpxchg that can succeed
+            // pays for the fences.
+            let seen = self.word.load(Ordering::Relaxed);
+            if seen != old {
+                t.step(format!(
+                    "cmpxchg({}, {}→{}) failed, saw {}",
+                    self.name,
+                    (self.show)(old),
+                    (self.show)(new),
+                    (self.show)(seen)
+                ));
+                return seen;
+            }
             t.cost(Counter::FullBarrier, 1);
             sync::fence(Ordering::SeqCst);
         }
@@ -329,6 +357,19 @@ fn barrier_step(t: &Task, o: Ordering, what: &str) {
 pub fn smp_mb(t: &Task) {
     t.cost(Counter::FullBarrier, 1);
     barrier_step(t, Ordering::SeqCst, "smp_mb()");
+}
+/// smp_mb__after_atomic(): upgrades the preceding non-value-returning RMW
+/// (or failed cmpxchg) to full ordering: a full barrier here.
+#[allow(non_snake_case)]
+pub fn smp_mb__after_atomic(t: &Task) {
+    t.cost(Counter::FullBarrier, 1);
+    barrier_step(t, Ordering::SeqCst, "smp_mb__after_atomic()");
+}
+/// smp_mb__after_spinlock(): makes the preceding spin_lock a full barrier.
+#[allow(non_snake_case)]
+pub fn smp_mb__after_spinlock(t: &Task) {
+    t.cost(Counter::FullBarrier, 1);
+    barrier_step(t, Ordering::SeqCst, "smp_mb__after_spinlock()");
 }
 /// smp_rmb(): read barrier (an acquire fence: stronger than LKMM).
 pub fn smp_rmb(t: &Task) {

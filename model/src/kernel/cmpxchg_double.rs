@@ -79,6 +79,12 @@ impl DoubleWord {
         self.unpack(self.word.peek())
     }
 
+    /// Both words once every writer has been joined (an engine load; see
+    /// `Atomic::value_at_quiescence`).
+    pub fn value_at_quiescence(&self) -> (u64, u64) {
+        self.unpack(self.word.value_at_quiescence())
+    }
+
     /// READ_ONCE of the first word.
     pub fn read_lo(&self, t: &Task) -> u64 {
         self.unpack(self.word.read_once(t)).0

@@ -96,6 +96,7 @@ impl Lockref {
         let mut old = self.word.read_once(t);
         for _ in 0..self.retries {
             if old & LOCKED != 0 && self.flavor == LockrefFlavor::Kernel {
+                t.tracepoint("lockref-lockless-saw-lock");
                 return None;
             }
             let new = match update(count_of(old)) {

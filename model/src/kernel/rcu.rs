@@ -31,7 +31,13 @@ pub struct Rcu {
     /// Per reader: odd while inside a read-side section, bumped by 2 per section.
     readers: Vec<sync::AtomicU64>,
     names: GhostMutex<Vec<String>>,
-    callbacks: GhostMutex<Vec<(String, Callback)>>,
+    /// Pending callbacks, each with its `queued` ticket.
+    callbacks: GhostMutex<Vec<(u64, Callback)>>,
+    /// Callbacks queued so far: call_rcu publishes with a release RMW and the
+    /// GP kthread takes only the callbacks whose ticket its acquire load saw,
+    /// so everything the caller did before call_rcu happens before the grace
+    /// period that frees (the kernel's callback-list hand-off).
+    queued: sync::AtomicU64,
     stop: sync::AtomicU64,
     /// Ghost: completed grace periods.
     gp_seq: GhostU64,
@@ -53,6 +59,7 @@ impl Rcu {
             readers: (0..MAX_READERS).map(|_| sync::AtomicU64::new(0)).collect(),
             names: GhostMutex::new(Vec::new()),
             callbacks: GhostMutex::new(Vec::new()),
+            queued: sync::AtomicU64::new(0),
             stop: sync::AtomicU64::new(0),
             gp_seq: GhostU64::new(0),
         }
@@ -148,14 +155,27 @@ impl Rcu {
     /// call_rcu: run `callback` after a grace period (on the GP kthread, see
     /// [`Rcu::gp_kthread`], or at the end of the execution).
     pub fn call_rcu(&self, t: &Task, what: &str, callback: impl FnOnce(&Task) + Send + 'static) {
-        ghost(&self.callbacks).push((what.to_string(), Box::new(callback)));
+        let _s = exec::atomic_section();
+        let ticket = self.queued.fetch_add(1, Ordering::Release) + 1;
+        ghost(&self.callbacks).push((ticket, Box::new(callback)));
         t.step(format!("call_rcu({what})"));
     }
 
-    fn run_callbacks(&self, t: &Task, batch: Vec<(String, Callback)>) {
+    fn run_callbacks(&self, t: &Task, batch: Vec<(u64, Callback)>) {
         for (_, cb) in batch {
             cb(t);
         }
+    }
+
+    /// The callbacks whose call_rcu this thread has synchronised with.
+    fn take_batch(&self) -> Vec<(u64, Callback)> {
+        let upto = self.queued.load(Ordering::Acquire);
+        let mut pending = ghost(&self.callbacks);
+        let (batch, later) = std::mem::take(&mut *pending)
+            .into_iter()
+            .partition(|(n, _)| *n <= upto);
+        *pending = later;
+        batch
     }
 
     /// The grace-period kthread: whenever callbacks are pending, wait a grace
@@ -164,7 +184,7 @@ impl Rcu {
     pub fn gp_kthread(&self, t: &Task) {
         let _f = t.enter("rcu_gp_kthread");
         loop {
-            let batch: Vec<(String, Callback)> = std::mem::take(&mut *ghost(&self.callbacks));
+            let batch = self.take_batch();
             if !batch.is_empty() {
                 self.synchronize_rcu(t);
                 self.run_callbacks(t, batch);
@@ -184,7 +204,7 @@ impl Rcu {
 
     /// rcu_barrier at quiescence: run whatever is still pending.
     pub fn rcu_barrier(&self, t: &Task) {
-        let batch: Vec<(String, Callback)> = std::mem::take(&mut *ghost(&self.callbacks));
+        let batch = self.take_batch();
         if !batch.is_empty() {
             self.synchronize_rcu(t);
             self.run_callbacks(t, batch);
@@ -319,9 +339,9 @@ impl<T> Slab<T> {
 
     /// Every object allocated so far with its state (observers).
     pub fn all(&self) -> BTreeMap<ObjRef, ObjState> {
-        (1..=ghost(&self.state).objects.len() as u64)
-            .map(|r| (r, self.state(r)))
-            .collect()
+        // The count first: `state` locks the cache again.
+        let n = ghost(&self.state).objects.len() as u64;
+        (1..=n).map(|r| (r, self.state(r))).collect()
     }
 
     /// kfree / kmem_cache_free.

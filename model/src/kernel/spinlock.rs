@@ -77,6 +77,18 @@ impl SpinLock {
         }
     }
 
+    /// spin_is_locked: whether some CPU holds the lock, as seen by a caller
+    /// that does not take it. An engine `try_lock` that is released at once:
+    /// an engine operation (so a scheduling point), but one that synchronises
+    /// with the last unlock and sees the lock state sequentially
+    /// consistently, which is stronger than the kernel's plain load of the
+    /// lock word.
+    pub fn spin_is_locked(&self, t: &Task) -> bool {
+        let locked = self.raw.try_lock().is_none();
+        t.step(format!("spin_is_locked({}) = {locked}", self.name));
+        locked
+    }
+
     fn acquired<'a>(
         &'a self,
         t: &'a Task,
