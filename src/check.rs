@@ -96,6 +96,12 @@ impl Check {
         }
     }
 
+    /// Why this check's engine cannot give the registry verdict, if it cannot.
+    pub fn engine_limit(&self) -> Option<&'static str> {
+        self.model
+            .engine_limit(self.variant.name, self.engine.name())
+    }
+
     fn run_spec(&self) -> Run {
         Run {
             variant: self.variant.name.to_string(),
@@ -177,12 +183,14 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// A fingerprint of the model's scheduling points for `run`: a hash of every
-/// step of the canonical sequential execution. A corpus seed recorded
-/// against another fingerprint is stale and fails loudly.
+/// step of the canonical sequential execution and of the number of
+/// scheduling decisions it took (an added engine operation changes it even
+/// when it records no step). A corpus seed recorded against another
+/// fingerprint is stale and fails loudly.
 pub fn fingerprint(model: &'static dyn Model, run: &Run) -> String {
-    let record = engine::sequential_record(body_for(model, run.clone()));
-    let mut text = String::new();
-    for e in &record.events {
+    let seq = engine::sequential(body_for(model, run.clone()));
+    let mut text = format!("scheduling points: {}\n", seq.scheduling_points);
+    for e in &seq.record.events {
         text.push_str(&format!(
             "{}|{}|{}|{}\n",
             e.thread, e.context, e.func, e.effect
@@ -193,7 +201,9 @@ pub fn fingerprint(model: &'static dyn Model, run: &Run) -> String {
 
 /// Cost per operation in the canonical sequential execution.
 pub fn costs(model: &'static dyn Model, run: &Run) -> BTreeMap<String, OpCost> {
-    engine::sequential_record(body_for(model, run.clone())).costs
+    engine::sequential(body_for(model, run.clone()))
+        .record
+        .costs
 }
 
 pub fn hex(bytes: &[u8]) -> String {

@@ -318,6 +318,18 @@ fn run_check(a: CheckArgs) -> Out<i32> {
     let registry_mode = a.model.is_none();
     let mut failed = false;
     for c in &checks {
+        if let Some(why) = c.engine_limit() {
+            if registry_mode {
+                println!(
+                    "n/a  {}/{} [{}] {engine}: not judged by this engine: {why}",
+                    c.model.name(),
+                    c.variant.name,
+                    c.scenario.name
+                );
+                continue;
+            }
+            eprintln!("note: {engine} cannot give this variant its registry verdict: {why}");
+        }
         let r = c.run().map_err(BadInput)?;
         if registry_mode {
             failed |= !r.matches_expected();

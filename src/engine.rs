@@ -357,6 +357,12 @@ fn shuttle_config() -> shuttle::Config {
 
 /// Runs a shuttle scheduler to its end or its first failure.
 fn run_shuttle<S: Scheduler + 'static>(sched: S, body: Body) -> Exploration {
+    run_shuttle_counted(sched, body).0
+}
+
+/// [`run_shuttle`], also returning the scheduling points of the last
+/// execution.
+fn run_shuttle_counted<S: Scheduler + 'static>(sched: S, body: Body) -> (Exploration, usize) {
     let rec = Arc::new(Mutex::new(Recorded::default()));
     let col = Arc::new(Mutex::new(Collector::default()));
     let f = instrument(body, col.clone());
@@ -384,11 +390,15 @@ fn run_shuttle<S: Scheduler + 'static>(sched: S, body: Body) -> Exploration {
         out.failure = Some(Failure {
             record: failure_record(&col, payload),
             // shuttle wraps its hex at 76 columns; one token pastes better.
-            schedule: r.schedule.as_ref().map(|s| serialize_schedule(s).replace('\n', "")),
+            schedule: r
+                .schedule
+                .as_ref()
+                .map(|s| serialize_schedule(s).replace('\n', "")),
             preemptions: Some(r.preemptions),
         });
     }
-    out
+    let points = lock(&rec).schedule.as_ref().map_or(0, Schedule::len);
+    (out, points)
 }
 
 fn explore_shuttle<S: Scheduler + 'static>(
@@ -447,39 +457,65 @@ fn shrink_preemptions(out: &mut Exploration, seed: u64, body: Body) {
 
 /// Replays one shuttle schedule string.
 pub fn replay(schedule: &str, body: Body) -> Result<Exploration, String> {
-    let bad = || format!("bad schedule string '{schedule}' (expected the hex string vfsmc printed)");
+    let bad =
+        || format!("bad schedule string '{schedule}' (expected the hex string vfsmc printed)");
     // shuttle's decoder indexes into truncated input; a panic there is bad
     // input too.
     let decoded = quiet::quietly(|| catch_unwind(|| deserialize_schedule(schedule)));
     let parsed = decoded.ok().flatten().ok_or_else(bad)?;
-    Ok(quiet::quietly(|| {
-        run_shuttle(ReplayScheduler::new_from_schedule(parsed), body)
-    }))
+    let out = quiet::quietly(|| run_shuttle(ReplayScheduler::new_from_schedule(parsed), body));
+    if let Some(v) = out
+        .failure
+        .as_ref()
+        .and_then(|f| f.record.violation.as_ref())
+    {
+        if v.invariant == "model_panic" && REPLAY_DIVERGED.iter().any(|m| v.message.contains(m)) {
+            return Err(format!(
+                "schedule '{schedule}' does not replay on this check: it diverged after step {} \
+                 (it was recorded for another model, variant, scenario or input, or an older model)",
+                v.step
+            ));
+        }
+    }
+    Ok(out)
 }
+
+/// How shuttle's replay scheduler says a schedule does not fit the execution.
+const REPLAY_DIVERGED: [&str; 4] = [
+    "scheduled task is not runnable",
+    "schedule ended early",
+    "expected context switch",
+    "expected random choice",
+];
 
 /// The canonical sequential execution: each thread runs until it blocks or
 /// ends, lowest first. Deterministic on every machine; used for the model
 /// fingerprint and the cost table.
-pub fn sequential(body: Body) -> Exploration {
-    quiet::quietly(|| run_shuttle(Guided { started: false }, body))
+pub struct Sequential {
+    /// Its record, passing or failing.
+    pub record: Record,
+    /// Scheduling decisions the engine made: every engine-visible operation.
+    pub scheduling_points: usize,
 }
 
-/// Like [`sequential`], but returns the record of the execution even when it
-/// passes.
-pub fn sequential_record(body: Body) -> Record {
+/// Runs the canonical sequential execution of `body`.
+pub fn sequential(body: Body) -> Sequential {
     let slot: Arc<Mutex<Option<Record>>> = Arc::default();
     let s2 = slot.clone();
     let wrapped: Body = Arc::new(move || {
         body();
-        let exec_record = exec::current_record();
-        *lock(&s2) = Some(exec_record);
+        *lock(&s2) = Some(exec::current_record());
     });
-    let e = sequential(wrapped);
-    if let Some(f) = e.failure {
-        return f.record;
+    let (e, scheduling_points) =
+        quiet::quietly(|| run_shuttle_counted(Guided { started: false }, wrapped));
+    let record = match e.failure {
+        Some(f) => f.record,
+        None => lock(&slot).take().unwrap_or_default(),
+    };
+    Sequential {
+        record,
+        scheduling_points,
     }
-    let r = lock(&slot).take();
-    r.unwrap_or_default()
 }
 
 fn explore_stress(budget: &Budget, body: Body) -> Exploration {

@@ -133,11 +133,11 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 fn sequential(variant: &'static str, objects: u64, ops: Vec<Op>) -> Result<(), String> {
     let out: Arc<Mutex<Option<Result<(), String>>>> = Arc::default();
     let o2 = out.clone();
-    let record = engine::sequential_record(Arc::new(move || {
+    let record = engine::sequential(Arc::new(move || {
         let r = check_sequential(variant, objects, &ops);
         *o2.lock().unwrap() = Some(r);
     }));
-    if let Some(v) = record.violation {
+    if let Some(v) = record.record.violation {
         return Err(format!("{}: {}", v.invariant, v.message));
     }
     let r = out.lock().unwrap().take();

@@ -89,6 +89,15 @@ pub trait Model: Send + Sync {
     /// Called once per explored interleaving, inside an engine.
     fn execute(&self, run: &Run);
 
+    /// Why `engine` ("loom", "random", "pct", "dfs", "stress") cannot give
+    /// `variant` its registry verdict — a limit of the engine, not of the
+    /// model (shuttle cannot see weak memory; loom cannot produce load
+    /// buffering) — or `None`. Such a check is reported as not judged, with
+    /// this reason, never silently skipped.
+    fn engine_limit(&self, _variant: &str, _engine: &str) -> Option<&'static str> {
+        None
+    }
+
     fn variant(&self, name: &str) -> Option<&'static Variant> {
         self.variants().iter().find(|v| v.name == name)
     }

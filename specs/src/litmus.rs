@@ -1055,6 +1055,19 @@ impl Model for Litmus {
         }]
     }
 
+    fn engine_limit(&self, variant: &str, engine: &str) -> Option<&'static str> {
+        let test = TESTS.iter().find(|t| t.name == variant)?;
+        match (engine, test.loom, test.result) {
+            ("loom", Some(limit), _) if limit.ignored() => Some(limit.reason()),
+            ("loom", _, _) => None,
+            (_, _, Documented::Sometimes) => Some(
+                "every Sometimes outcome here needs weak memory: shuttle is sequentially \
+                 consistent, and real threads show it only by chance",
+            ),
+            _ => None,
+        }
+    }
+
     fn execute(&self, run: &Run) {
         let test = test_named(&run.variant).expect("the checker only runs registered variants");
         run_test(test);

@@ -341,8 +341,7 @@ impl Slub {
             .map(|(cpu, &head)| {
                 let head = if variant.versioned() {
                     Head::Versioned(DoubleWord::with_format(
-                        &format!("c{cpu}->freelist"),
-                        &format!("c{cpu}->tid"),
+                        &format!("c{cpu}->freelist_tid"),
                         PAIR_LO_BITS,
                         head,
                         variant.init_tid(cpu),
@@ -376,8 +375,7 @@ impl Slub {
                 let free = setup.slab_freelist[s].len() as u64;
                 SlabState {
                     pair: DoubleWord::with_format(
-                        &format!("slab{s}->freelist"),
-                        &format!("slab{s}->inuse"),
+                        &format!("slab{s}->freelist_counters"),
                         PAIR_LO_BITS,
                         head,
                         objects - free,

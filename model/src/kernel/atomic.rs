@@ -35,7 +35,7 @@ pub struct Atomic {
     name: String,
     word: sync::AtomicU64,
     ghost: GhostU64,
-    show: fn(u64) -> String,
+    show: Box<dyn Fn(u64) -> String + Send + Sync>,
 }
 
 fn decimal(v: u64) -> String {
@@ -49,12 +49,16 @@ impl Atomic {
 
     /// An atomic whose values the trace renders with `show` (a packed word,
     /// a pointer name).
-    pub fn with_format(name: impl Into<String>, v: u64, show: fn(u64) -> String) -> Atomic {
+    pub fn with_format(
+        name: impl Into<String>,
+        v: u64,
+        show: impl Fn(u64) -> String + Send + Sync + 'static,
+    ) -> Atomic {
         Atomic {
             name: name.into(),
             word: sync::AtomicU64::new(v),
             ghost: GhostU64::new(v),
-            show,
+            show: Box::new(show),
         }
     }
 
@@ -266,9 +270,19 @@ impl Atomic {
         );
     }
 
-    fn cas(&self, t: &Task, full: bool, old: u64, new: u64) -> u64 {
+    /// A strong compare-and-exchange charged to `counter` and shown as
+    /// `what` (fully ordered when `full`); returns the value found.
+    pub(crate) fn cas(
+        &self,
+        t: &Task,
+        full: bool,
+        old: u64,
+        new: u64,
+        what: &str,
+        counter: Counter,
+    ) -> u64 {
         let _s = atomic_section();
-        t.cost(Counter::AtomicRmw, 1);
+        t.cost(counter, 1);
         if full {
             // A failed cmpxchg is an unordered load (LKMM; litmus
             // cmpxchg-fail-unordered-1/2): only a cmpxchg that can succeed
@@ -276,7 +290,7 @@ impl Atomic {
             let seen = self.word.load(Ordering::Relaxed);
             if seen != old {
                 t.step(format!(
-                    "cmpxchg({}, {}→{}) failed, saw {}",
+                    "{what}({}, {}→{}) failed, saw {}",
                     self.name,
                     (self.show)(old),
                     (self.show)(new),
@@ -296,7 +310,6 @@ impl Atomic {
         if full {
             sync::fence(Ordering::SeqCst);
         }
-        let what = if full { "cmpxchg" } else { "cmpxchg_relaxed" };
         match r {
             Ok(prev) => {
                 self.set_ghost(new);
@@ -323,11 +336,11 @@ impl Atomic {
 
     /// cmpxchg: fully ordered; returns the value found (success iff == old).
     pub fn cmpxchg(&self, t: &Task, old: u64, new: u64) -> u64 {
-        self.cas(t, true, old, new)
+        self.cas(t, true, old, new, "cmpxchg", Counter::AtomicRmw)
     }
     /// cmpxchg_relaxed: unordered; returns the value found.
     pub fn cmpxchg_relaxed(&self, t: &Task, old: u64, new: u64) -> u64 {
-        self.cas(t, false, old, new)
+        self.cas(t, false, old, new, "cmpxchg_relaxed", Counter::AtomicRmw)
     }
     /// atomic_inc_not_zero / atomic_long_inc_not_zero: fully ordered on
     /// success; false if the count was zero.

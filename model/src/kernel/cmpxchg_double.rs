@@ -22,52 +22,46 @@ use crate::exec::{Counter, Task};
 pub struct DoubleWord {
     word: Atomic,
     lo_bits: u32,
-    lo_name: String,
-    hi_name: String,
+}
+
+fn pack(lo_bits: u32, lo: u64, hi: u64) -> u64 {
+    assert!(
+        lo < 1 << lo_bits && hi < 1 << (64 - lo_bits),
+        "pair value too wide"
+    );
+    hi << lo_bits | lo
 }
 
 impl DoubleWord {
-    /// A pair named `lo_name`/`hi_name` (e.g. `c->freelist`/`c->tid`) with the
-    /// first word in the low `lo_bits` bits of the packed engine word.
-    pub fn new(lo_name: &str, hi_name: &str, lo_bits: u32, lo: u64, hi: u64) -> DoubleWord {
+    /// A pair named as the kernel's union names it (e.g. `c->freelist_tid`)
+    /// with the first word in the low `lo_bits` bits of the packed engine
+    /// word; the trace shows values as `{lo, hi}`.
+    pub fn new(name: &str, lo_bits: u32, lo: u64, hi: u64) -> DoubleWord {
         assert!((1..64).contains(&lo_bits), "the low word needs 1..=63 bits");
-        let dw = DoubleWord {
-            word: Atomic::new(format!("{{{lo_name},{hi_name}}}"), 0),
-            lo_bits,
-            lo_name: lo_name.to_string(),
-            hi_name: hi_name.to_string(),
-        };
-        let packed = dw.pack(lo, hi);
-        DoubleWord {
-            word: Atomic::new(dw.word.name().to_string(), packed),
-            ..dw
-        }
+        let mask = (1u64 << lo_bits) - 1;
+        DoubleWord::with_format(name, lo_bits, lo, hi, move |w| {
+            format!("{{{}, {}}}", w & mask, w >> lo_bits)
+        })
     }
 
     /// Like [`DoubleWord::new`], but the trace renders the packed word with
     /// `show` (e.g. `{obj1, tid 2}`) instead of as one number.
     pub fn with_format(
-        lo_name: &str,
-        hi_name: &str,
+        name: &str,
         lo_bits: u32,
         lo: u64,
         hi: u64,
-        show: fn(u64) -> String,
+        show: impl Fn(u64) -> String + Send + Sync + 'static,
     ) -> DoubleWord {
-        let dw = DoubleWord::new(lo_name, hi_name, lo_bits, lo, hi);
-        let packed = dw.pack(lo, hi);
+        assert!((1..64).contains(&lo_bits), "the low word needs 1..=63 bits");
         DoubleWord {
-            word: Atomic::with_format(dw.word.name().to_string(), packed, show),
-            ..dw
+            word: Atomic::with_format(name, pack(lo_bits, lo, hi), show),
+            lo_bits,
         }
     }
 
     fn pack(&self, lo: u64, hi: u64) -> u64 {
-        assert!(
-            lo < 1 << self.lo_bits && hi < 1 << (64 - self.lo_bits),
-            "pair value too wide"
-        );
-        hi << self.lo_bits | lo
+        pack(self.lo_bits, lo, hi)
     }
 
     fn unpack(&self, w: u64) -> (u64, u64) {
@@ -108,30 +102,25 @@ impl DoubleWord {
         self.word.write_once(t, self.pack(lo, hi));
     }
 
-    fn describe(&self, old: (u64, u64), new: (u64, u64)) -> String {
-        format!(
-            "{}: {}→{}, {}: {}→{}",
-            self.lo_name, old.0, new.0, self.hi_name, old.1, new.1
-        )
-    }
-
     /// cmpxchg_double / try_cmpxchg128 with LOCK: cross-CPU, fully ordered.
     pub fn cmpxchg_double(&self, t: &Task, old: (u64, u64), new: (u64, u64)) -> bool {
-        t.cost(Counter::CmpxchgDouble, 1);
-        t.step(format!("cmpxchg_double({})", self.describe(old, new)));
         let (o, n) = (self.pack(old.0, old.1), self.pack(new.0, new.1));
-        self.word.cmpxchg(t, o, n) == o
+        self.word
+            .cas(t, true, o, n, "cmpxchg_double", Counter::CmpxchgDouble)
+            == o
     }
 
     /// this_cpu_try_cmpxchg128 (no LOCK prefix): atomic against the local
     /// CPU only, no ordering.
     pub fn this_cpu_cmpxchg_double(&self, t: &Task, old: (u64, u64), new: (u64, u64)) -> bool {
-        t.cost(Counter::CmpxchgDouble, 1);
-        t.step(format!(
-            "this_cpu_cmpxchg_double({})",
-            self.describe(old, new)
-        ));
         let (o, n) = (self.pack(old.0, old.1), self.pack(new.0, new.1));
-        self.word.cmpxchg_relaxed(t, o, n) == o
+        self.word.cas(
+            t,
+            false,
+            o,
+            n,
+            "this_cpu_cmpxchg_double",
+            Counter::CmpxchgDouble,
+        ) == o
     }
 }

@@ -195,8 +195,12 @@ impl<'a> OnCpu<'a> {
 
 impl Drop for OnCpu<'_> {
     fn drop(&mut self) {
-        if self.task.context() != Context::Task && !std::thread::panicking() {
-            self.task.step("irq_exit()");
+        if !std::thread::panicking() {
+            match self.task.context() {
+                Context::Irq => self.task.step("irq_exit()"),
+                Context::Nmi => self.task.step("nmi_exit()"),
+                Context::Task | Context::Kthread => {}
+            }
         }
         self.tokens.borrow_mut().take();
     }
