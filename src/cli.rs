@@ -66,7 +66,8 @@ struct CheckArgs {
     variant: Option<String>,
     #[arg(long)]
     scenario: Option<String>,
-    #[arg(long, default_value = "loom")]
+    /// Engine(s): loom, random, pct, dfs, stress, a comma-separated list, or all.
+    #[arg(long, default_value = "loom,pct")]
     engine: String,
     /// Executions for random/pct/dfs/stress (a cap for loom).
     #[arg(long)]
@@ -77,7 +78,7 @@ struct CheckArgs {
     #[arg(long)]
     max_preemptions: Option<usize>,
     /// PCT depth (preemptions the bug needs + 1).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 4)]
     pct_depth: usize,
     /// Replay this shuttle schedule (as printed by a failing check).
     #[arg(long)]
@@ -222,6 +223,45 @@ fn find_scenario(m: &'static dyn Model, name: &str) -> Out<&'static Scenario> {
     })
 }
 
+/// `--engine`: one engine, a comma-separated list, or `all`.
+fn engines_of(a: &CheckArgs) -> Out<Vec<EngineKind>> {
+    let mut engines = Vec::new();
+    for name in a.engine.split(',') {
+        if name == "all" {
+            engines.extend(EngineKind::ALL);
+            continue;
+        }
+        let e: EngineKind = name.parse().map_err(|e| {
+            BadInput(format!(
+                "--engine: {e} (or a comma-separated list, or 'all')"
+            ))
+        })?;
+        engines.push(e);
+    }
+    engines.sort();
+    engines.dedup();
+    if let Some(n) = a.max_preemptions {
+        if !engines.contains(&EngineKind::Loom) {
+            return Err(BadInput(format!(
+                "--max-preemptions bounds loom only; engine(s) '{}' take --iterations/--pct-depth",
+                a.engine
+            )));
+        }
+        if n > 16 {
+            return Err(BadInput(format!(
+                "--max-preemptions {n} is beyond any tractable loom search (expected 0..=16, or omit it)"
+            )));
+        }
+    }
+    if a.schedule.is_some() && (engines.len() != 1 || !engines[0].is_shuttle()) {
+        return Err(BadInput(format!(
+            "--schedule replays one shuttle engine (random, pct or dfs), not '{}'",
+            a.engine
+        )));
+    }
+    Ok(engines)
+}
+
 fn budget_of(a: &CheckArgs, engine: EngineKind) -> Out<Budget> {
     if a.iterations == Some(0) {
         return Err(BadInput("--iterations must be at least 1".into()));
@@ -231,33 +271,13 @@ fn budget_of(a: &CheckArgs, engine: EngineKind) -> Out<Budget> {
             "--pct-depth must be at least 1 (depth = preemptions + 1)".into(),
         ));
     }
-    if let Some(n) = a.max_preemptions {
-        if engine != EngineKind::Loom {
-            return Err(BadInput(format!(
-                "--max-preemptions bounds loom only; engine '{engine}' takes --iterations/--pct-depth"
-            )));
-        }
-        if n > 16 {
-            return Err(BadInput(format!(
-                "--max-preemptions {n} is beyond any tractable loom search (expected 0..=16, or omit it)"
-            )));
-        }
-    }
-    if a.schedule.is_some() && !engine.is_shuttle() {
-        return Err(BadInput(format!(
-            "--schedule replays a shuttle engine (random, pct, dfs), not '{engine}'"
-        )));
-    }
     let d = Budget::default();
+    let loom = engine == EngineKind::Loom;
     Ok(Budget {
         iterations: a.iterations.unwrap_or(d.iterations),
         seed: a.seed,
-        max_preemptions: a.max_preemptions,
-        loom_cap: if engine == EngineKind::Loom {
-            a.iterations
-        } else {
-            None
-        },
+        max_preemptions: a.max_preemptions.filter(|_| loom),
+        loom_cap: a.iterations.filter(|_| loom),
         pct_depth: a.pct_depth,
     })
 }
@@ -309,15 +329,15 @@ fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Che
 }
 
 fn run_check(a: CheckArgs) -> Out<i32> {
-    let engine: EngineKind = a
-        .engine
-        .parse()
-        .map_err(|e| BadInput(format!("--engine: {e}")))?;
-    let budget = budget_of(&a, engine)?;
-    let checks = checks_for(&a, engine, &budget)?;
+    let mut checks = Vec::new();
+    for engine in engines_of(&a)? {
+        let budget = budget_of(&a, engine)?;
+        checks.extend(checks_for(&a, engine, &budget)?);
+    }
     let registry_mode = a.model.is_none();
     let mut failed = false;
     for c in &checks {
+        let engine = c.engine;
         if let Some(why) = c.engine_limit() {
             if registry_mode {
                 println!(

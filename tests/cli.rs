@@ -100,6 +100,17 @@ fn impossible_budgets_are_bad_input() {
         ],
         "--max-preemptions bounds loom only",
     );
+    assert_bad_input(
+        &[
+            "check",
+            "litmus",
+            "--engine",
+            "loom,pct",
+            "--schedule",
+            "00",
+        ],
+        "--schedule replays one shuttle engine",
+    );
     assert_bad_input(&["check", "litmus", "--iterations=-3"], "--iterations");
     assert_bad_input(&["bench", "--seeds", "0"], "--seeds");
 }
@@ -130,7 +141,7 @@ fn bad_schedule_strings_are_bad_input() {
             "--schedule",
             "00",
         ],
-        "--schedule replays a shuttle engine",
+        "--schedule replays one shuttle engine",
     );
     assert_bad_input(&["check", "litmus", "--input", "abc"], "--input");
 }
