@@ -349,3 +349,29 @@ pub fn registry_checks(model: &'static dyn Model, engine: EngineKind) -> Vec<Che
         })
         .collect()
 }
+
+/// For each invariant of `model`, the loom check of the first variant the
+/// registry says breaks it, on that variant's witness scenario, unbounded so
+/// loom reports the fewest preemptions. An invariant no variant breaks is an
+/// error: it would be untested.
+pub fn invariant_witnesses(
+    model: &'static dyn Model,
+) -> Result<Vec<(&'static str, Check)>, String> {
+    model
+        .invariants()
+        .iter()
+        .map(|inv| {
+            let v = model
+                .variants()
+                .iter()
+                .find(|v| v.expected == Expected::Violates(inv.name))
+                .ok_or_else(|| format!("no variant of {} breaks {}", model.name(), inv.name))?;
+            let s = model
+                .scenario(v.witness)
+                .ok_or_else(|| format!("{}: witness '{}' is not a scenario", v.name, v.witness))?;
+            let mut c = Check::new(model, v, s, EngineKind::Loom);
+            c.budget.max_preemptions = None;
+            Ok((inv.name, c))
+        })
+        .collect()
+}

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
-use vfsmc::check::{self, registry_checks, Check, Report, Verdict};
+use vfsmc::check::{self, invariant_witnesses, registry_checks, Check, Report, Verdict};
 use vfsmc::engine::{self, EngineKind};
 use vfsmc::render::text_trace;
 use vfsmc_model::exec::Counter;
@@ -78,20 +78,11 @@ fn verdict_table_pct() {
 /// fewest preemptions) is the reviewed shortest trace.
 #[test]
 fn shortest_trace_per_invariant() {
-    let m = model();
-    for inv in m.invariants() {
-        let v = m
-            .variants()
-            .iter()
-            .find(|v| v.expected == Expected::Violates(inv.name))
-            .unwrap_or_else(|| panic!("no variant breaks {}", inv.name));
-        let s = m.scenario(v.witness).expect("witness is registered");
-        let r = Check::new(m, v, s, EngineKind::Loom)
-            .run()
-            .expect("loom runs");
+    for (invariant, c) in invariant_witnesses(model()).unwrap() {
+        let r = c.run().expect("loom runs");
         assert!(r.matches_expected(), "{}", r.text());
-        let record = r.record.expect("a violation has a trace");
-        insta::assert_snapshot!(format!("freelist__{}", inv.name), text_trace(&record));
+        let record = r.record.expect("a violation carries its trace");
+        insta::assert_snapshot!(format!("freelist__{invariant}"), text_trace(&record));
     }
 }
 

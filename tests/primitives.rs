@@ -8,11 +8,11 @@
 //! consistently and cannot find them, so the PCT table reports them without
 //! judging them.
 
-use vfsmc::check::{registry_checks, Check, Report, Verdict};
+use vfsmc::check::{invariant_witnesses, registry_checks, Check, Report, Verdict};
 use vfsmc::engine::EngineKind;
 use vfsmc::render::text_trace;
 use vfsmc_specs::primitives::LOOM_ONLY;
-use vfsmc_specs::{Expected, Model};
+use vfsmc_specs::Model;
 
 fn model() -> &'static dyn Model {
     vfsmc_specs::model("primitives").expect("primitives is registered")
@@ -67,19 +67,10 @@ fn verdict_table_on_shuttle_pct() {
 /// loom trace of the first such variant is the reviewed record.
 #[test]
 fn shortest_trace_per_invariant() {
-    let m = model();
-    for inv in m.invariants() {
-        let v = m
-            .variants()
-            .iter()
-            .find(|v| v.expected == Expected::Violates(inv.name))
-            .unwrap_or_else(|| panic!("no variant breaks {}", inv.name));
-        let s = m.scenario(v.witness).expect("the witness is a scenario");
-        let mut c = Check::new(m, v, s, EngineKind::Loom);
-        c.budget.max_preemptions = None;
-        let r = run(&c);
+    for (invariant, c) in invariant_witnesses(model()).unwrap() {
+        let r = c.run().expect("loom runs");
         assert!(r.matches_expected(), "{}", r.text());
         let record = r.record.expect("a violation carries its trace");
-        insta::assert_snapshot!(format!("primitives__{}", inv.name), text_trace(&record));
+        insta::assert_snapshot!(format!("primitives__{invariant}"), text_trace(&record));
     }
 }
