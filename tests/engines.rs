@@ -266,3 +266,28 @@ fn deadlock_livelock_and_model_panics_are_named() {
         }
     }
 }
+
+/// Real threads see no more than loom does: on every registered variant that
+/// holds, a stress run must not report a violation. A report here is a bug in
+/// how the checker observes real threads (steps and invariant checks are
+/// serialised per execution), never a finding about the model.
+#[test]
+fn stress_raises_no_false_alarm_on_holding_variants() {
+    for m in vfsmc_specs::models() {
+        for v in m
+            .variants()
+            .iter()
+            .filter(|v| v.expected == Expected::Holds)
+        {
+            for s in m.scenarios_for(v) {
+                let mut c = Check::new(m, v, s, EngineKind::Stress);
+                if c.engine_limit().is_some() {
+                    continue;
+                }
+                c.budget.iterations = 3_000;
+                let r = c.run().unwrap();
+                assert_eq!(r.verdict, Verdict::Holds, "{}", r.text());
+            }
+        }
+    }
+}

@@ -230,41 +230,54 @@ impl Inherited {
     }
 }
 
+thread_local! {
+    /// Sections this OS thread holds (they nest: a primitive's section
+    /// contains the step it records, which takes one too).
+    static SECTION_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
 /// Guard of [`atomic_section`]; releases the section on drop.
 pub struct Section(Option<Exec>);
 
 impl Drop for Section {
     fn drop(&mut self) {
         if let Some(exec) = &self.0 {
-            exec.0
-                .serial
-                .store(false, std::sync::atomic::Ordering::Release);
+            SECTION_DEPTH.with(|d| d.set(d.get() - 1));
+            if SECTION_DEPTH.with(Cell::get) == 0 {
+                exec.0
+                    .serial
+                    .store(false, std::sync::atomic::Ordering::Release);
+            }
         }
     }
 }
 
-/// Makes an engine operation, its ghost update and its trace step one
-/// indivisible step for the observers. Under loom and shuttle this is free:
-/// coroutines only switch at engine operations. Under std (real threads) it
-/// is a per-execution spin lock; never block inside a section.
+/// Makes an engine operation, its ghost update, its trace step and the
+/// invariant checks that follow one indivisible step for the observers.
+/// Under loom and shuttle this is free: coroutines only switch at engine
+/// operations. Under std (real threads) it is a per-execution lock, reentrant
+/// on one thread; never block inside a section.
 pub fn atomic_section() -> Section {
     if sync::backend() != Backend::Std {
         return Section(None);
     }
     let exec = current();
-    while exec
-        .0
-        .serial
-        .compare_exchange_weak(
-            false,
-            true,
-            std::sync::atomic::Ordering::Acquire,
-            std::sync::atomic::Ordering::Relaxed,
-        )
-        .is_err()
-    {
-        std::thread::yield_now();
+    if SECTION_DEPTH.with(Cell::get) == 0 {
+        while exec
+            .0
+            .serial
+            .compare_exchange_weak(
+                false,
+                true,
+                std::sync::atomic::Ordering::Acquire,
+                std::sync::atomic::Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            std::thread::yield_now();
+        }
     }
+    SECTION_DEPTH.with(|d| d.set(d.get() + 1));
     Section(Some(exec))
 }
 
@@ -380,6 +393,7 @@ impl Task {
 
     /// Records one labelled step, then checks every registered invariant.
     pub fn step(&self, effect: impl Into<String>) {
+        let _section = atomic_section();
         let exec = current();
         let recorded = exec.with_state(|s| {
             if s.frozen {
