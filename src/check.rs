@@ -119,7 +119,8 @@ impl Check {
     }
 
     fn report(&self, e: Exploration) -> Report {
-        let exhaustive_engine = matches!(self.engine, EngineKind::Loom | EngineKind::Dfs) && e.exhaustive;
+        let exhaustive_engine =
+            matches!(self.engine, EngineKind::Loom | EngineKind::Dfs) && e.exhaustive;
         let unreached: Vec<String> = if e.failure.is_none() && self.schedule.is_none() {
             self.scenario
                 .goals
@@ -182,7 +183,10 @@ pub fn fingerprint(model: &'static dyn Model, run: &Run) -> String {
     let record = engine::sequential_record(body_for(model, run.clone()));
     let mut text = String::new();
     for e in &record.events {
-        text.push_str(&format!("{}|{}|{}|{}\n", e.thread, e.context, e.func, e.effect));
+        text.push_str(&format!(
+            "{}|{}|{}|{}\n",
+            e.thread, e.context, e.func, e.effect
+        ));
     }
     format!("{:016x}", fnv1a(text.as_bytes()))
 }
@@ -225,7 +229,8 @@ impl Report {
             }
             (_, Some(s)) => line.push_str(&format!(" --schedule {s}")),
             (EngineKind::Stress, None) => {
-                return "(stress failures do not replay: re-run with --engine loom or pct)".to_string()
+                return "(stress failures do not replay: re-run with --engine loom or pct)"
+                    .to_string()
             }
             _ => line.push_str(&format!(" --seed {}", self.seed)),
         }
@@ -243,7 +248,11 @@ impl Report {
         } else {
             String::new()
         };
-        let exhaustive = if self.exhaustive { "exhaustive" } else { "not exhaustive" };
+        let exhaustive = if self.exhaustive {
+            "exhaustive"
+        } else {
+            "not exhaustive"
+        };
         format!("{} executions, {exhaustive}{bound}{seed}", self.executions)
     }
 

@@ -18,8 +18,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
 use shuttle::scheduler::{
-    DfsScheduler, PctScheduler, RandomScheduler, ReplayScheduler, Schedule, Scheduler, Task,
-    TaskId,
+    DfsScheduler, PctScheduler, RandomScheduler, ReplayScheduler, Schedule, Scheduler, Task, TaskId,
 };
 use shuttle_engine::scheduler::serialization::{deserialize_schedule, serialize_schedule};
 use vfsmc_model::exec::{self, Exec, Record};
@@ -74,7 +73,9 @@ impl FromStr for EngineKind {
         EngineKind::ALL
             .into_iter()
             .find(|e| e.name() == s)
-            .ok_or_else(|| format!("unknown engine '{s}' (expected one of loom, random, pct, dfs, stress)"))
+            .ok_or_else(|| {
+                format!("unknown engine '{s}' (expected one of loom, random, pct, dfs, stress)")
+            })
     }
 }
 
@@ -183,7 +184,10 @@ fn classify_engine_panic(msg: &str) -> &'static str {
     let m = msg.to_lowercase();
     if m.contains("deadlock") {
         "deadlock"
-    } else if m.contains("maximum number of branches") || m.contains("max_steps") || m.contains("exceeded") {
+    } else if m.contains("maximum number of branches")
+        || m.contains("max_steps")
+        || m.contains("exceeded")
+    {
         "livelock"
     } else {
         "model_panic"
@@ -279,7 +283,12 @@ impl<S: Scheduler> Scheduler for Recording<S> {
         Some(s)
     }
 
-    fn next_task(&mut self, runnable: &[&Task], current: Option<TaskId>, yielding: bool) -> Option<TaskId> {
+    fn next_task(
+        &mut self,
+        runnable: &[&Task],
+        current: Option<TaskId>,
+        yielding: bool,
+    ) -> Option<TaskId> {
         let next = self.inner.next_task(runnable, current, yielding)?;
         let mut rec = lock(&self.rec);
         if let Some(cur) = current {
@@ -331,7 +340,12 @@ impl Scheduler for Guided {
         Some(Schedule::new(0))
     }
 
-    fn next_task(&mut self, runnable: &[&Task], current: Option<TaskId>, _yielding: bool) -> Option<TaskId> {
+    fn next_task(
+        &mut self,
+        runnable: &[&Task],
+        current: Option<TaskId>,
+        _yielding: bool,
+    ) -> Option<TaskId> {
         let runnable_has = |id: TaskId| runnable.iter().any(|t| t.id() == id);
         if let Some(&want) = self.prefix.get(self.pos) {
             self.pos += 1;
@@ -341,7 +355,10 @@ impl Scheduler for Guided {
         }
         match current {
             Some(cur) if runnable_has(cur) => Some(cur),
-            _ => runnable.iter().map(|t| t.id()).min_by_key(|&id| usize::from(id)),
+            _ => runnable
+                .iter()
+                .map(|t| t.id())
+                .min_by_key(|&id| usize::from(id)),
         }
     }
 
@@ -396,7 +413,12 @@ fn run_shuttle<S: Scheduler + 'static>(sched: S, body: Body) -> (Exploration, Ve
     (out, choices)
 }
 
-fn explore_shuttle<S: Scheduler + 'static>(sched: S, iterations: usize, dfs: bool, body: Body) -> Exploration {
+fn explore_shuttle<S: Scheduler + 'static>(
+    sched: S,
+    iterations: usize,
+    dfs: bool,
+    body: Body,
+) -> Exploration {
     let (mut out, choices) = run_shuttle(sched, body.clone());
     if dfs && out.failure.is_none() {
         out.exhaustive = out.executions < iterations;
@@ -430,7 +452,8 @@ fn shrink_preemptions(out: &mut Exploration, mut choices: Vec<TaskId>, body: Bod
             continue;
         }
         attempts += 1;
-        let (candidate, cand_choices) = run_shuttle(Guided::new(choices[..cut].to_vec()), body.clone());
+        let (candidate, cand_choices) =
+            run_shuttle(Guided::new(choices[..cut].to_vec()), body.clone());
         let fewer = match (&candidate.failure, &out.failure) {
             (Some(c), Some(o)) => c.preemptions < o.preemptions,
             _ => false,
@@ -445,8 +468,9 @@ fn shrink_preemptions(out: &mut Exploration, mut choices: Vec<TaskId>, body: Bod
 
 /// Replays one shuttle schedule string.
 pub fn replay(schedule: &str, body: Body) -> Result<Exploration, String> {
-    let parsed = deserialize_schedule(schedule)
-        .ok_or_else(|| format!("bad schedule string '{schedule}' (expected the hex string vfsmc printed)"))?;
+    let parsed = deserialize_schedule(schedule).ok_or_else(|| {
+        format!("bad schedule string '{schedule}' (expected the hex string vfsmc printed)")
+    })?;
     Ok(quiet::quietly(|| {
         run_shuttle(ReplayScheduler::new_from_schedule(parsed), body).0
     }))

@@ -103,7 +103,11 @@ pub fn text_trace(record: &Record) -> String {
         for (k, l) in lines.into_iter().enumerate() {
             let mut cells = vec![String::new(); ncols];
             cells[i] = l;
-            let step = if k == 0 { format!("{:>3}", n + 1) } else { String::new() };
+            let step = if k == 0 {
+                format!("{:>3}", n + 1)
+            } else {
+                String::new()
+            };
             out.push(row(&step, &cells, col_w));
         }
     }
@@ -115,7 +119,10 @@ pub fn text_trace(record: &Record) -> String {
             format!(" in {}", v.thread)
         };
         out.extend(wrap(
-            &format!("VIOLATED {} after step {}{who}: {}", v.invariant, v.step, v.message),
+            &format!(
+                "VIOLATED {} after step {}{who}: {}",
+                v.invariant, v.step, v.message
+            ),
             WIDTH,
         ));
         if !v.state.is_empty() {

@@ -236,7 +236,9 @@ pub struct Section(Option<Exec>);
 impl Drop for Section {
     fn drop(&mut self) {
         if let Some(exec) = &self.0 {
-            exec.0.serial.store(false, std::sync::atomic::Ordering::Release);
+            exec.0
+                .serial
+                .store(false, std::sync::atomic::Ordering::Release);
         }
     }
 }

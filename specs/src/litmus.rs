@@ -190,7 +190,11 @@ fn run_test(test: &'static LitmusTest) {
         exec::check_final(
             "main",
             "exists",
-            Err(format!("exists ({}) is satisfied: {}", test.clause, render(&outcome))),
+            Err(format!(
+                "exists ({}) is satisfied: {}",
+                test.clause,
+                render(&outcome)
+            )),
         );
     }
 }

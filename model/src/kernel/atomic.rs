@@ -80,7 +80,12 @@ impl Atomic {
         let old = self.peek();
         self.word.store(v, o);
         self.set_ghost(v);
-        t.step(format!("{} {}→{}", self.name, (self.show)(old), (self.show)(v)));
+        t.step(format!(
+            "{} {}→{}",
+            self.name,
+            (self.show)(old),
+            (self.show)(v)
+        ));
     }
 
     /// READ_ONCE: a single-copy-atomic load, no ordering.
@@ -119,7 +124,12 @@ impl Atomic {
         let v = old.wrapping_add(d);
         self.word.store(v, Ordering::Relaxed);
         self.set_ghost(v);
-        t.step(format!("{} {}→{}", self.name, (self.show)(old), (self.show)(v)));
+        t.step(format!(
+            "{} {}→{}",
+            self.name,
+            (self.show)(old),
+            (self.show)(v)
+        ));
         v
     }
     /// atomic_read.
@@ -135,40 +145,83 @@ impl Atomic {
         self.store(t, v, Ordering::Relaxed)
     }
 
-    fn rmw(&self, t: &Task, full: bool, what: &str, op: impl FnOnce(&sync::AtomicU64, Ordering) -> u64, new: impl Fn(u64) -> u64) -> u64 {
+    fn rmw(
+        &self,
+        t: &Task,
+        full: bool,
+        what: &str,
+        op: impl FnOnce(&sync::AtomicU64, Ordering) -> u64,
+        new: impl Fn(u64) -> u64,
+    ) -> u64 {
         let _s = atomic_section();
         t.cost(Counter::AtomicRmw, 1);
         if full {
             t.cost(Counter::FullBarrier, 1);
             sync::fence(Ordering::SeqCst);
         }
-        let old = op(&self.word, if full { Ordering::AcqRel } else { Ordering::Relaxed });
+        let old = op(
+            &self.word,
+            if full {
+                Ordering::AcqRel
+            } else {
+                Ordering::Relaxed
+            },
+        );
         if full {
             sync::fence(Ordering::SeqCst);
         }
         let v = new(old);
         self.set_ghost(v);
-        t.step(format!("{what}({}) {}→{}", self.name, (self.show)(old), (self.show)(v)));
+        t.step(format!(
+            "{what}({}) {}→{}",
+            self.name,
+            (self.show)(old),
+            (self.show)(v)
+        ));
         old
     }
 
     /// atomic_add / atomic_long_add (relaxed, no return value).
     pub fn atomic_add(&self, t: &Task, d: u64) {
-        self.rmw(t, false, "atomic_add", |a, o| a.fetch_add(d, o), |old| old.wrapping_add(d));
+        self.rmw(
+            t,
+            false,
+            "atomic_add",
+            |a, o| a.fetch_add(d, o),
+            |old| old.wrapping_add(d),
+        );
     }
     /// atomic_sub (relaxed, no return value).
     pub fn atomic_sub(&self, t: &Task, d: u64) {
-        self.rmw(t, false, "atomic_sub", |a, o| a.fetch_sub(d, o), |old| old.wrapping_sub(d));
+        self.rmw(
+            t,
+            false,
+            "atomic_sub",
+            |a, o| a.fetch_sub(d, o),
+            |old| old.wrapping_sub(d),
+        );
     }
     /// atomic_add_return: fully ordered, returns the new value.
     pub fn atomic_add_return(&self, t: &Task, d: u64) -> u64 {
-        self.rmw(t, true, "atomic_add_return", |a, o| a.fetch_add(d, o), |old| old.wrapping_add(d))
-            .wrapping_add(d)
+        self.rmw(
+            t,
+            true,
+            "atomic_add_return",
+            |a, o| a.fetch_add(d, o),
+            |old| old.wrapping_add(d),
+        )
+        .wrapping_add(d)
     }
     /// atomic_sub_return: fully ordered, returns the new value.
     pub fn atomic_sub_return(&self, t: &Task, d: u64) -> u64 {
-        self.rmw(t, true, "atomic_sub_return", |a, o| a.fetch_sub(d, o), |old| old.wrapping_sub(d))
-            .wrapping_sub(d)
+        self.rmw(
+            t,
+            true,
+            "atomic_sub_return",
+            |a, o| a.fetch_sub(d, o),
+            |old| old.wrapping_sub(d),
+        )
+        .wrapping_sub(d)
     }
     /// atomic_dec_and_test: fully ordered; true when the count reached zero.
     pub fn atomic_dec_and_test(&self, t: &Task) -> bool {
@@ -180,11 +233,23 @@ impl Atomic {
     }
     /// atomic_or (relaxed): `set_bit` on a word.
     pub fn atomic_or(&self, t: &Task, bits: u64) {
-        self.rmw(t, false, "atomic_or", |a, o| a.fetch_or(bits, o), |old| old | bits);
+        self.rmw(
+            t,
+            false,
+            "atomic_or",
+            |a, o| a.fetch_or(bits, o),
+            |old| old | bits,
+        );
     }
     /// atomic_andnot (relaxed): `clear_bit` on a word.
     pub fn atomic_andnot(&self, t: &Task, bits: u64) {
-        self.rmw(t, false, "atomic_andnot", |a, o| a.fetch_and(!bits, o), |old| old & !bits);
+        self.rmw(
+            t,
+            false,
+            "atomic_andnot",
+            |a, o| a.fetch_and(!bits, o),
+            |old| old & !bits,
+        );
     }
 
     fn cas(&self, t: &Task, full: bool, old: u64, new: u64) -> u64 {
@@ -207,7 +272,12 @@ impl Atomic {
         match r {
             Ok(prev) => {
                 self.set_ghost(new);
-                t.step(format!("{what}({}, {}→{}) ok", self.name, (self.show)(old), (self.show)(new)));
+                t.step(format!(
+                    "{what}({}, {}→{}) ok",
+                    self.name,
+                    (self.show)(old),
+                    (self.show)(new)
+                ));
                 prev
             }
             Err(prev) => {

@@ -22,7 +22,10 @@ pub struct Bitmap {
 impl Bitmap {
     /// An all-zero bitmap of `nbits` bits in words of `word_bits` bits.
     pub fn new(name: impl Into<String>, word_bits: u32, nbits: u32) -> Bitmap {
-        assert!((1..=64).contains(&word_bits), "word width must be 1..=64 bits");
+        assert!(
+            (1..=64).contains(&word_bits),
+            "word width must be 1..=64 bits"
+        );
         Bitmap {
             name: name.into(),
             word_bits,
@@ -65,7 +68,8 @@ impl Bitmap {
 
     /// Bit value without charging a word read (observers).
     pub fn bit(&self, bit: u32) -> bool {
-        bit < self.nbits && self.words[(bit / self.word_bits) as usize] >> (bit % self.word_bits) & 1 == 1
+        bit < self.nbits
+            && self.words[(bit / self.word_bits) as usize] >> (bit % self.word_bits) & 1 == 1
     }
 
     /// test_bit: one marked word load.
@@ -151,7 +155,11 @@ impl std::fmt::Display for Bitmap {
             }
             let bits = (self.nbits - w * self.word_bits).min(self.word_bits);
             for b in 0..bits {
-                f.write_str(if self.bit(w * self.word_bits + b) { "1" } else { "0" })?;
+                f.write_str(if self.bit(w * self.word_bits + b) {
+                    "1"
+                } else {
+                    "0"
+                })?;
             }
         }
         Ok(())

@@ -45,7 +45,10 @@ impl DoubleWord {
     }
 
     fn pack(&self, lo: u64, hi: u64) -> u64 {
-        assert!(lo < 1 << self.lo_bits && hi < 1 << (64 - self.lo_bits), "pair value too wide");
+        assert!(
+            lo < 1 << self.lo_bits && hi < 1 << (64 - self.lo_bits),
+            "pair value too wide"
+        );
         hi << self.lo_bits | lo
     }
 
@@ -100,7 +103,10 @@ impl DoubleWord {
     /// CPU only, no ordering.
     pub fn this_cpu_cmpxchg_double(&self, t: &Task, old: (u64, u64), new: (u64, u64)) -> bool {
         t.cost(Counter::CmpxchgDouble, 1);
-        t.step(format!("this_cpu_cmpxchg_double({})", self.describe(old, new)));
+        t.step(format!(
+            "this_cpu_cmpxchg_double({})",
+            self.describe(old, new)
+        ));
         let (o, n) = (self.pack(old.0, old.1), self.pack(new.0, new.1));
         self.word.cmpxchg_relaxed(t, o, n) == o
     }

@@ -61,7 +61,9 @@ impl<T> ErrPtr<T> {
         match self {
             ErrPtr::Ptr(p) => p,
             ErrPtr::Null => t.violation("err_ptr_deref", format!("{site} dereferenced NULL")),
-            ErrPtr::Err(e) => t.violation("err_ptr_deref", format!("{site} dereferenced ERR_PTR({e})")),
+            ErrPtr::Err(e) => {
+                t.violation("err_ptr_deref", format!("{site} dereferenced ERR_PTR({e})"))
+            }
         }
     }
 }

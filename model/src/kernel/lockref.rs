@@ -87,7 +87,12 @@ impl Lockref {
     /// CMPXCHG_LOOP: try `update` locklessly. `update` maps the old count to
     /// `Ok(new count)`, or `Err(r)` to return `r` without updating. `None`
     /// means "take the lock" (lock observed held, or retries exhausted).
-    fn cmpxchg_loop<R>(&self, t: &Task, update: impl Fn(i32) -> Result<i32, R>, done: impl Fn(i32) -> R) -> Option<R> {
+    fn cmpxchg_loop<R>(
+        &self,
+        t: &Task,
+        update: impl Fn(i32) -> Result<i32, R>,
+        done: impl Fn(i32) -> R,
+    ) -> Option<R> {
         let mut old = self.word.read_once(t);
         for _ in 0..self.retries {
             if old & LOCKED != 0 && self.flavor == LockrefFlavor::Kernel {
@@ -102,7 +107,10 @@ impl Lockref {
                 if old & LOCKED != 0 {
                     t.violation(
                         "lockref_locked_section",
-                        format!("lockless update of {} landed inside its locked section", self.name),
+                        format!(
+                            "lockless update of {} landed inside its locked section",
+                            self.name
+                        ),
                     );
                 }
                 return Some(done(new));
@@ -130,7 +138,10 @@ impl Lockref {
 
     /// lockref_get: unconditional +1.
     pub fn lockref_get(&self, t: &Task) {
-        if self.cmpxchg_loop(t, |c| Ok::<i32, ()>(c + 1), |_| ()).is_some() {
+        if self
+            .cmpxchg_loop(t, |c| Ok::<i32, ()>(c + 1), |_| ())
+            .is_some()
+        {
             return;
         }
         let g = self.lock(t);
@@ -139,7 +150,8 @@ impl Lockref {
 
     /// lockref_get_not_zero: +1 unless the count is ≤ 0.
     pub fn lockref_get_not_zero(&self, t: &Task) -> bool {
-        let lockless = self.cmpxchg_loop(t, |c| if c <= 0 { Err(false) } else { Ok(c + 1) }, |_| true);
+        let lockless =
+            self.cmpxchg_loop(t, |c| if c <= 0 { Err(false) } else { Ok(c + 1) }, |_| true);
         if let Some(r) = lockless {
             return r;
         }
@@ -153,7 +165,8 @@ impl Lockref {
 
     /// lockref_get_not_dead: +1 unless dead (count < 0).
     pub fn lockref_get_not_dead(&self, t: &Task) -> bool {
-        let lockless = self.cmpxchg_loop(t, |c| if c < 0 { Err(false) } else { Ok(c + 1) }, |_| true);
+        let lockless =
+            self.cmpxchg_loop(t, |c| if c < 0 { Err(false) } else { Ok(c + 1) }, |_| true);
         if let Some(r) = lockless {
             return r;
         }

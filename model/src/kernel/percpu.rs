@@ -157,7 +157,8 @@ impl<'a> OnCpu<'a> {
         if to != NO_MIGRATION && to as usize != cpu {
             self.cpus.migrate_to.store(NO_MIGRATION, Ordering::Relaxed);
             self.task.set_cpu(to as usize);
-            self.task.step(format!("preempted, migrated cpu{cpu}→cpu{to}"));
+            self.task
+                .step(format!("preempted, migrated cpu{cpu}→cpu{to}"));
         }
     }
 
@@ -170,7 +171,8 @@ impl<'a> OnCpu<'a> {
 
     /// local_irq_restore: re-enable when the outermost save is restored.
     pub fn local_irq_restore(&self) {
-        self.task.set_irqs_off(self.task.irqs_off_depth().saturating_sub(1));
+        self.task
+            .set_irqs_off(self.task.irqs_off_depth().saturating_sub(1));
         self.task.step("local_irq_restore()");
         self.window();
     }
@@ -182,7 +184,8 @@ impl<'a> OnCpu<'a> {
 
     /// preempt_enable: preemption point once the count drops to zero.
     pub fn preempt_enable(&self) {
-        self.task.set_preempt_count(self.task.preempt_count().saturating_sub(1));
+        self.task
+            .set_preempt_count(self.task.preempt_count().saturating_sub(1));
         self.window();
     }
 

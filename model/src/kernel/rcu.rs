@@ -63,7 +63,10 @@ impl Rcu {
         match names.iter().position(|n| n == t.name()) {
             Some(i) => i,
             None => {
-                assert!(names.len() < MAX_READERS, "too many RCU readers in one scenario");
+                assert!(
+                    names.len() < MAX_READERS,
+                    "too many RCU readers in one scenario"
+                );
                 names.push(t.name().to_string());
                 names.len() - 1
             }
@@ -135,13 +138,25 @@ impl Rcu {
         if waited.is_empty() {
             t.step(format!("synchronize_rcu() gp {gp}, no readers"));
         } else {
-            t.step(format!("synchronize_rcu() gp {gp}, waited for {}", waited.join(", ")));
+            t.step(format!(
+                "synchronize_rcu() gp {gp}, waited for {}",
+                waited.join(", ")
+            ));
         }
     }
 
     /// call_rcu: run `callback` after a grace period (on the GP kthread, see
     /// [`Rcu::gp_kthread`], or at the end of the execution).
+    ///
+    /// The kernel's grace-period machinery orders everything the caller did
+    /// before call_rcu before the grace period that precedes the callback
+    /// (full barriers on every CPU): a SeqCst fence here, since the callback
+    /// list itself is ghost state and gives the GP kthread no edge.
     pub fn call_rcu(&self, t: &Task, what: &str, callback: impl FnOnce(&Task) + Send + 'static) {
+        {
+            let _s = exec::atomic_section();
+            sync::fence(Ordering::SeqCst);
+        }
         ghost(&self.callbacks).push((what.to_string(), Box::new(callback)));
         t.step(format!("call_rcu({what})"));
     }
@@ -260,7 +275,10 @@ impl<T> Slab<T> {
             drop(st);
             reinit(&obj);
             let r = i as u64 + 1;
-            t.step(format!("kmem_cache_alloc: {} recycled (gen {gen})", self.label(r)));
+            t.step(format!(
+                "kmem_cache_alloc: {} recycled (gen {gen})",
+                self.label(r)
+            ));
             return r;
         }
         st.objects.push((Arc::new(fresh()), Life::Live { gen: 1 }));
@@ -270,12 +288,23 @@ impl<T> Slab<T> {
         r
     }
 
+    /// Scenario set-up: an object that already exists when the execution
+    /// starts (allocated before any thread runs, so no step is recorded).
+    pub fn prealloc(&self, obj: T) -> ObjRef {
+        let mut st = ghost(&self.state);
+        st.objects.push((Arc::new(obj), Life::Live { gen: 1 }));
+        st.objects.len() as u64
+    }
+
     /// Accesses an object: a use-after-free violation if it was freed (and,
     /// for a typesafe cache, its memory can no longer be reached legally —
     /// never, in these models: the slab page outlives every reader).
     pub fn get(&self, t: &Task, obj: ObjRef) -> Arc<T> {
         if obj == 0 {
-            t.violation("null_deref", format!("NULL {} pointer dereferenced", self.name));
+            t.violation(
+                "null_deref",
+                format!("NULL {} pointer dereferenced", self.name),
+            );
         }
         let st = ghost(&self.state);
         let (o, life) = &st.objects[(obj - 1) as usize];
@@ -307,9 +336,8 @@ impl<T> Slab<T> {
 
     /// Every object allocated so far with its state (observers).
     pub fn all(&self) -> BTreeMap<ObjRef, ObjState> {
-        (1..=ghost(&self.state).objects.len() as u64)
-            .map(|r| (r, self.state(r)))
-            .collect()
+        let n = ghost(&self.state).objects.len() as u64;
+        (1..=n).map(|r| (r, self.state(r))).collect()
     }
 
     /// kfree / kmem_cache_free.

@@ -77,7 +77,12 @@ impl SpinLock {
         }
     }
 
-    fn acquired<'a>(&'a self, t: &'a Task, raw: sync::MutexGuard<'a>, irqsave: bool) -> SpinGuard<'a> {
+    fn acquired<'a>(
+        &'a self,
+        t: &'a Task,
+        raw: sync::MutexGuard<'a>,
+        irqsave: bool,
+    ) -> SpinGuard<'a> {
         self.held.store(true, Ordering::SeqCst);
         t.set_preempt_count(t.preempt_count() + 1);
         t.cost(Counter::LockAcquire, 1);

@@ -1,0 +1,265 @@
+//! The fdtable model (fs/file.c) against its registry: verdicts on loom and
+//! PCT, the shortest trace per invariant, the sequential reference, generated
+//! scenarios under shuttle with replay, and the series' cost claim.
+
+use vfsmc::check::{registry_checks, Check, Report, Verdict};
+use vfsmc::engine::EngineKind;
+use vfsmc_specs::{Expected, Model};
+
+fn model() -> &'static dyn Model {
+    vfsmc_specs::model("fdtable").expect("fdtable is registered")
+}
+
+/// Runs every registry check on `engine`; returns the reports that disagree
+/// with the registry (after printing every summary).
+fn mismatches(engine: EngineKind) -> Vec<Report> {
+    let mut bad = Vec::new();
+    for c in registry_checks(model(), engine) {
+        let r = c.run().expect("a search, not a replay");
+        println!("{}", r.summary());
+        if !r.matches_expected() {
+            println!("{}", r.text());
+            bad.push(r);
+        }
+    }
+    bad
+}
+
+mod verdicts {
+    use super::*;
+
+    #[test]
+    fn loom_agrees_with_registry() {
+        let bad = mismatches(EngineKind::Loom);
+        assert!(
+            bad.is_empty(),
+            "{} loom check(s) disagree with the registry",
+            bad.len()
+        );
+    }
+
+    #[test]
+    fn pct_agrees_with_registry() {
+        let bad = mismatches(EngineKind::Pct);
+        assert!(
+            bad.is_empty(),
+            "{} PCT check(s) disagree with the registry",
+            bad.len()
+        );
+    }
+}
+
+mod shortest_trace {
+    use super::*;
+    use vfsmc::render::text_trace;
+
+    /// For each invariant, every variant the registry says breaks it is run
+    /// on its witness under loom (fewest preemptions first); the shortest
+    /// counterexample is the reviewed record.
+    #[test]
+    fn per_invariant() {
+        let m = model();
+        for inv in m.invariants() {
+            let mut best: Option<Report> = None;
+            for v in m
+                .variants()
+                .iter()
+                .filter(|v| v.expected == Expected::Violates(inv.name))
+            {
+                let s = m.scenario(v.witness).expect("witness is registered");
+                let r = Check::new(m, v, s, EngineKind::Loom)
+                    .run()
+                    .expect("a search");
+                assert!(r.matches_expected(), "{}", r.text());
+                let len = |r: &Report| r.record.as_ref().map_or(usize::MAX, |x| x.events.len());
+                let shorter = match &best {
+                    None => true,
+                    Some(b) => len(&r) < len(b),
+                };
+                if shorter {
+                    best = Some(r);
+                }
+            }
+            let best = best.unwrap_or_else(|| panic!("no variant breaks {}", inv.name));
+            let record = best.record.as_ref().expect("a violation has a trace");
+            let text = format!("{}\n{}", best.summary(), text_trace(record));
+            insta::assert_snapshot!(format!("fdtable__{}", inv.name), text);
+        }
+    }
+}
+
+mod sequential_reference {
+    use std::sync::{Arc, Mutex};
+
+    use proptest::prelude::*;
+    use proptest::test_runner::FileFailurePersistence;
+    use vfsmc::engine::{self, Body};
+    use vfsmc_specs::fdtable::{generated_init, run_single, Fd, Op, OpResult, Reference};
+
+    fn op() -> impl Strategy<Value = Op> {
+        let fd = 0u32..6;
+        prop_oneof![
+            4 => Just(Op::Open),
+            1 => Just(Op::OpenFails),
+            2 => Just(Op::Close(Fd::Last)),
+            2 => fd.clone().prop_map(|n| Op::Close(Fd::N(n))),
+            1 => (fd.clone(), fd.clone()).prop_map(|(a, b)| Op::Dup2(a, b)),
+            1 => (fd.clone(), fd.clone()).prop_map(|(fd, min)| Op::DupFd { fd, min }),
+            1 => fd.prop_map(Op::Fget),
+            1 => Just(Op::Fork),
+            1 => (2u32..=16).prop_map(Op::SetRlimit),
+        ]
+    }
+
+    fn model_results(variant: &'static str, ops: &[Op]) -> Vec<OpResult> {
+        let out: Arc<Mutex<Vec<OpResult>>> = Arc::default();
+        let (o, ops) = (out.clone(), ops.to_vec());
+        let body: Body = Arc::new(move || {
+            *o.lock().unwrap() = run_single(variant, &generated_init(), &ops);
+        });
+        let e = engine::sequential(body);
+        assert!(
+            e.failure.is_none(),
+            "the model failed: {:?}",
+            e.failure.map(|f| f.record.violation)
+        );
+        let r = out.lock().unwrap().clone();
+        r
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 128,
+            failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+                "proptest-regressions/fdtable.txt",
+            ))),
+            ..ProptestConfig::default()
+        })]
+
+        /// alloc/close/dup2/F_DUPFD/expand, one thread at a time: the model
+        /// returns what the lowest-free-fd reference returns.
+        #[test]
+        fn matches_lowest_free_set(ops in proptest::collection::vec(op(), 0..14)) {
+            let want = Reference::new(&generated_init()).run(&ops);
+            for variant in ["current", "v6.10"] {
+                prop_assert_eq!(&model_results(variant, &ops), &want, "variant {}", variant);
+            }
+        }
+    }
+}
+
+mod generated {
+    use super::*;
+    use vfsmc::render::text_trace;
+    use vfsmc_specs::fdtable::{encode, Fd, Op};
+
+    /// CVE-2021-4083 as a generated scenario: fds 0 and 1 share a file,
+    /// T0 fgets fd 0 while T1 closes it.
+    fn cve_bytes() -> Vec<u8> {
+        encode(&[vec![Op::Fget(0)], vec![Op::Close(Fd::N(0))]])
+    }
+
+    #[test]
+    fn pct_finds_bug_and_schedule_replays() {
+        let m = model();
+        let v = m.variant("fget_skips_slot_recheck").unwrap();
+        let s = m.scenario("generated").unwrap();
+        let mut c = Check::new(m, v, s, EngineKind::Pct);
+        c.input = cve_bytes();
+        let r = c.run().unwrap();
+        println!("{}", r.text());
+        assert!(r.matches_expected(), "{}", r.text());
+        let schedule = r
+            .schedule
+            .clone()
+            .expect("a shuttle failure carries its schedule");
+        let replay = |c: &Check| {
+            let mut c = c.clone();
+            c.schedule = Some(schedule.clone());
+            let r = c.run().expect("the schedule replays");
+            assert_eq!(r.verdict, Verdict::Violates);
+            text_trace(r.record.as_ref().unwrap())
+        };
+        let (a, b) = (replay(&c), replay(&c));
+        assert_eq!(
+            a, b,
+            "replaying the same (bytes, schedule) twice gives the same trace"
+        );
+        assert_eq!(a, text_trace(r.record.as_ref().unwrap()));
+    }
+
+    #[test]
+    fn correct_kernel_holds_on_same_bytes() {
+        let m = model();
+        let v = m.variant("current").unwrap();
+        let s = m.scenario("generated").unwrap();
+        let mut c = Check::new(m, v, s, EngineKind::Loom);
+        c.input = cve_bytes();
+        let r = c.run().unwrap();
+        assert!(r.matches_expected(), "{}", r.text());
+    }
+}
+
+mod costs {
+    use super::*;
+    use vfsmc::check;
+    use vfsmc_model::exec::Counter;
+    use vfsmc_specs::Run;
+
+    fn per_call(variant: &str, op: &str, counter: Counter) -> (u64, u64) {
+        let run = Run {
+            variant: variant.to_string(),
+            scenario: "churn".to_string(),
+            input: Vec::new(),
+        };
+        let costs = check::costs(model(), &run);
+        let c = &costs[op];
+        (c.counters.get(&counter).copied().unwrap_or(0), c.calls)
+    }
+
+    /// The series' claim, on the churn scenario's canonical execution:
+    /// alloc_fd reads fewer bitmap words and holds file_lock for fewer steps
+    /// (no sanity check), with the same number of lock acquisitions.
+    #[test]
+    fn fast_path_reads_fewer_words() {
+        for counter in Counter::ALL {
+            let old = per_call("v6.10", "alloc_fd", counter);
+            let new = per_call("current", "alloc_fd", counter);
+            println!(
+                "alloc_fd {:>14}: v6.10 {:>3}  current {:>3}  ({} calls)",
+                counter.name(),
+                old.0,
+                new.0,
+                old.1
+            );
+        }
+        let (old, calls_old) = per_call("v6.10", "alloc_fd", Counter::BitmapWordsRead);
+        let (new, calls_new) = per_call("current", "alloc_fd", Counter::BitmapWordsRead);
+        assert_eq!(calls_old, calls_new);
+        assert!(
+            new < old,
+            "current reads {new} bitmap words in alloc_fd, v6.10 {old}"
+        );
+        let held = |v| per_call(v, "alloc_fd", Counter::LockHeldSteps).0;
+        assert!(held("current") < held("v6.10"));
+        let locks = |v| per_call(v, "alloc_fd", Counter::LockAcquire).0;
+        assert_eq!(locks("current"), locks("v6.10"));
+    }
+}
+
+#[test]
+fn zz_scratch() {
+    let m = model();
+    let v = m.variant(&std::env::var("VAR").unwrap()).unwrap();
+    let s = m.scenario(&std::env::var("SC").unwrap()).unwrap();
+    let mut c = Check::new(m, v, s, std::env::var("ENG").unwrap().parse().unwrap());
+    if let Ok(b) = std::env::var("BOUND") {
+        c.budget.max_preemptions = Some(b.parse().unwrap());
+    }
+    if let Ok(b) = std::env::var("DEPTH") {
+        c.budget.pct_depth = b.parse().unwrap();
+    }
+    let t = std::time::Instant::now();
+    let r = c.run().unwrap();
+    println!("{:?} {}", t.elapsed(), r.summary());
+}
