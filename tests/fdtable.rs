@@ -246,20 +246,3 @@ mod costs {
         assert_eq!(locks("current"), locks("v6.10"));
     }
 }
-
-#[test]
-fn zz_scratch() {
-    let m = model();
-    let v = m.variant(&std::env::var("VAR").unwrap()).unwrap();
-    let s = m.scenario(&std::env::var("SC").unwrap()).unwrap();
-    let mut c = Check::new(m, v, s, std::env::var("ENG").unwrap().parse().unwrap());
-    if let Ok(b) = std::env::var("BOUND") {
-        c.budget.max_preemptions = Some(b.parse().unwrap());
-    }
-    if let Ok(b) = std::env::var("DEPTH") {
-        c.budget.pct_depth = b.parse().unwrap();
-    }
-    let t = std::time::Instant::now();
-    let r = c.run().unwrap();
-    println!("{:?} {}", t.elapsed(), r.summary());
-}

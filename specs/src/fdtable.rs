@@ -280,6 +280,16 @@ static SETUPS: &[Setup] = &[
         gp_kthread: true,
     },
     Setup {
+        name: "expand_vs_fget_recycled",
+        init: full_allocated_table,
+        threads: &[
+            &[Op::Open],
+            &[Op::Close(Fd::N(1)), Op::Dup2(0, 1), Op::Open],
+            &[Op::Fget(1)],
+        ],
+        gp_kthread: false,
+    },
+    Setup {
         name: "dup2_vs_open",
         init: three_open,
         threads: &[&[Op::Open], &[Op::Dup2(0, 3)]],
@@ -327,7 +337,16 @@ static SCENARIOS: &[Scenario] = &[
         about: "a full allocated table: T0's open expands it, T1 closes fd 1, T2 fgets fd 1 \
                 locklessly; the old table is freed by the RCU grace-period kthread",
         goals: &["expanded", "fget_saw_old_table"],
-        loom_bound: Some(1),
+        loom_bound: Some(2),
+        generated: false,
+    },
+    Scenario {
+        name: "expand_vs_fget_recycled",
+        about: "a full allocated table: T0's open expands it; T1 closes fd 1, dup2s fd 0 \
+                onto it and opens (recycling the closed file's memory at another fd); \
+                T2 fgets fd 1 locklessly (old tables are freed at the end)",
+        goals: &["expanded", "fget_saw_old_table"],
+        loom_bound: Some(2),
         generated: false,
     },
     Scenario {
@@ -444,7 +463,7 @@ static VARIANTS: &[Variant] = &[
     v(
         "fget_skips_fdt_recheck",
         Expected::Violates("fget_linearizable"),
-        "expand_vs_fget",
+        "expand_vs_fget_recycled",
         "fs/file.c:__fget_files_rcu (mutant of 0ede61d8589c, v6.7)",
         "with typesafe files, the old table's stale slot matches a recycled file",
     ),
@@ -710,8 +729,11 @@ fn execute(flavor: Flavor, init: Init, threads: Vec<Vec<Op>>, gp_kthread: bool) 
     exec::check_final("main", "refs_balanced", refs_balanced(&o));
 }
 
+/// An invariant checked after every step.
+type StepCheck = fn(&Observation) -> Result<(), String>;
+
 fn register_invariants(fs: &Arc<Fs>) {
-    let checks: [(&str, fn(&Observation) -> Result<(), String>); 6] = [
+    let checks: [(&str, StepCheck); 6] = [
         ("unique_fd", unique_fd),
         ("lowest_free", lowest_free),
         ("emfile", emfile),

@@ -15,8 +15,7 @@ fn alloc_fdtable(fs: &Fs, t: &Task, nr: u32) -> u64 {
     let _f = t.enter("alloc_fdtable");
     let max_fds = nr
         .next_power_of_two()
-        .max(2 * BITS_PER_LONG)
-        .min(SYSCTL_NR_OPEN);
+        .clamp(2 * BITS_PER_LONG, SYSCTL_NR_OPEN);
     let next = fs.tables.all().len() + 1;
     let label = format!("fdtable#{next}");
     fs.tables.alloc(
