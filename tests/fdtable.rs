@@ -246,3 +246,80 @@ mod costs {
         assert_eq!(locks("current"), locks("v6.10"));
     }
 }
+
+mod first_failure {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn median(mut v: Vec<Duration>) -> Duration {
+        v.sort();
+        v[v.len() / 2]
+    }
+
+    /// Per buggy variant and engine: executions and time to the first
+    /// failure (loom once; random and PCT: median over the seeds of 1..=20 that
+    /// find it within the default budget). Prints the table `vfsmc bench` is
+    /// expected to reproduce; asserts that loom and every PCT seed find it.
+    #[test]
+    #[ignore = "deep tier: measurements for the bench table, ~1 min"]
+    fn bench_table() {
+        let m = model();
+        println!(
+            "{:<34} {:<8} {:>12} {:>12}",
+            "variant", "engine", "executions", "time"
+        );
+        for v in m
+            .variants()
+            .iter()
+            .filter(|v| v.expected != Expected::Holds)
+        {
+            let s = m.scenario(v.witness).unwrap();
+            let t = Instant::now();
+            let r = Check::new(m, v, s, EngineKind::Loom).run().unwrap();
+            assert!(r.matches_expected(), "{}", r.text());
+            println!(
+                "{:<34} {:<8} {:>12} {:>12?}",
+                v.name,
+                "loom",
+                r.executions,
+                t.elapsed()
+            );
+            for engine in [EngineKind::Pct, EngineKind::Random] {
+                let (mut runs, mut times) = (Vec::new(), Vec::new());
+                for seed in 1..=20 {
+                    let mut c = Check::new(m, v, s, engine);
+                    c.budget.seed = seed;
+                    let t = Instant::now();
+                    let r = c.run().unwrap();
+                    if r.matches_expected() {
+                        times.push(t.elapsed());
+                        runs.push(r.executions);
+                    }
+                }
+                runs.sort_unstable();
+                let found = runs.len();
+                if engine == EngineKind::Pct {
+                    assert_eq!(found, 20, "{} escaped PCT on some seed", v.name);
+                }
+                if found == 0 {
+                    println!(
+                        "{:<34} {:<8} {:>12} {:>12}   (0/20 seeds)",
+                        v.name,
+                        engine.name(),
+                        "-",
+                        "-"
+                    );
+                    continue;
+                }
+                println!(
+                    "{:<34} {:<8} {:>12} {:>12?}   ({found}/20 seeds, max {} runs)",
+                    v.name,
+                    engine.name(),
+                    runs[found / 2],
+                    median(times),
+                    runs[found - 1]
+                );
+            }
+        }
+    }
+}
