@@ -222,16 +222,33 @@ mod costs {
     /// (no sanity check), with the same number of lock acquisitions.
     #[test]
     fn fast_path_reads_fewer_words() {
-        for counter in Counter::ALL {
-            let old = per_call("v6.10", "alloc_fd", counter);
-            let new = per_call("current", "alloc_fd", counter);
-            println!(
-                "alloc_fd {:>14}: v6.10 {:>3}  current {:>3}  ({} calls)",
-                counter.name(),
-                old.0,
-                new.0,
-                old.1
-            );
+        let table = |v: &str| {
+            check::costs(
+                model(),
+                &Run {
+                    variant: v.to_string(),
+                    scenario: "churn".to_string(),
+                    input: Vec::new(),
+                },
+            )
+        };
+        let (old, new) = (table("v6.10"), table("current"));
+        println!(
+            "{:<18} {:<14} {:>6} {:>8}",
+            "operation", "counter", "v6.10", "current"
+        );
+        for (op, c) in &old {
+            for counter in Counter::ALL {
+                let a = c.counters.get(&counter).copied().unwrap_or(0);
+                let b = new
+                    .get(op)
+                    .and_then(|n| n.counters.get(&counter))
+                    .copied()
+                    .unwrap_or(0);
+                if a != 0 || b != 0 {
+                    println!("{op:<18} {:<14} {a:>6} {b:>8}", counter.name());
+                }
+            }
         }
         let (old, calls_old) = per_call("v6.10", "alloc_fd", Counter::BitmapWordsRead);
         let (new, calls_new) = per_call("current", "alloc_fd", Counter::BitmapWordsRead);
