@@ -188,6 +188,41 @@ mod generated {
         assert_eq!(a, text_trace(r.record.as_ref().unwrap()));
     }
 
+    /// Pseudo-random scenario bytes (a fixed LCG: deterministic).
+    fn byte_strings(n: usize, len: usize) -> Vec<Vec<u8>> {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        (0..n)
+            .map(|_| {
+                (0..len)
+                    .map(|_| {
+                        x = x
+                            .wrapping_mul(6_364_136_223_846_793_005)
+                            .wrapping_add(1_442_695_040_888_963_407);
+                        (x >> 33) as u8
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The correct kernels hold on generated programs (no false alarms from
+    /// the invariants on shapes nobody wrote by hand).
+    #[test]
+    fn correct_kernels_hold_on_generated_programs() {
+        let m = model();
+        let s = m.scenario("generated").unwrap();
+        for variant in ["current", "v6.10"] {
+            let v = m.variant(variant).unwrap();
+            for input in byte_strings(40, 16) {
+                let mut c = Check::new(m, v, s, EngineKind::Pct);
+                c.input = input;
+                c.budget.iterations = 200;
+                let r = c.run().unwrap();
+                assert!(r.matches_expected(), "{}", r.text());
+            }
+        }
+    }
+
     #[test]
     fn correct_kernel_holds_on_same_bytes() {
         let m = model();

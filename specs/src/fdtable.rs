@@ -379,7 +379,7 @@ static SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "generated",
-        about: "1-3 threads of 1-3 calls decoded from the input bytes, from fds 0-2 open \
+        about: "2-3 threads of 1-3 calls decoded from the input bytes, from fds 0-2 open \
                 (0 and 1 share a file)",
         goals: &[],
         loom_bound: Some(2),
@@ -621,12 +621,12 @@ impl Model for Fdtable {
     }
 }
 
-/// Decodes thread programs from scenario bytes: 1-3 threads of 1-3 calls,
+/// Decodes thread programs from scenario bytes: 2-3 threads of 1-3 calls,
 /// one byte per choice (exhausted input reads as zeros).
 pub fn decode(input: &[u8]) -> Vec<Vec<Op>> {
     let mut u = Unstructured::new(input);
     let mut byte = || u.arbitrary::<u8>().unwrap_or(0);
-    let nthreads = 1 + byte() % 3;
+    let nthreads = 2 + byte() % 2;
     (0..nthreads)
         .map(|_| {
             let nops = 1 + byte() % 3;
@@ -655,10 +655,10 @@ fn decode_op(byte: &mut impl FnMut() -> u8) -> Op {
     }
 }
 
-/// Encodes one thread program as scenario bytes for [`decode`] (programs
+/// Encodes 2-3 thread programs as scenario bytes for [`decode`] (programs
 /// longer than 3 calls are cut; fds and mins must be below 6, limits 2-16).
 pub fn encode(threads: &[Vec<Op>]) -> Vec<u8> {
-    let mut out = vec![(threads.len() as u8).saturating_sub(1)];
+    let mut out = vec![(threads.len() as u8).saturating_sub(2)];
     for ops in threads {
         let ops = &ops[..ops.len().min(3)];
         out.push(ops.len() as u8 - 1);
