@@ -218,7 +218,10 @@ mod generated {
                 c.input = input;
                 c.budget.iterations = 200;
                 let r = c.run().unwrap();
-                assert!(r.matches_expected(), "{}", r.text());
+                if !r.matches_expected() {
+                    println!("{}", r.text());
+                }
+                assert!(r.matches_expected(), "{}", r.summary());
             }
         }
     }

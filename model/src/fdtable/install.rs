@@ -84,8 +84,12 @@ fn filp_close(fs: &Fs, t: &Task, fd: u32, file: ObjRef) {
     let _f = t.enter("filp_close");
     let id = fs.file_id(file);
     fput(fs, t, file);
+    // One installation ends (the same file may be installed at `fd` again
+    // by a dup2 that ran before this fput).
     if let Some(o) = fs.ghost().occupants.get_mut(&fd) {
-        o.retain(|f| *f != id);
+        if let Some(i) = o.iter().position(|f| *f == id) {
+            o.remove(i);
+        }
     }
 }
 
