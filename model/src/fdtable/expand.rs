@@ -3,7 +3,6 @@
 
 use crate::exec::Task;
 use crate::kernel::atomic::smp_wmb;
-use crate::kernel::sleeping::wait_event;
 use crate::kernel::spinlock::SpinGuard;
 
 use super::{Bug, Errno, FdTable, Fs, BITS_PER_LONG, SYSCTL_NR_OPEN};
@@ -117,9 +116,12 @@ pub fn expand_files<'a>(
         if fs.files.resize_in_progress.peek() != 0 {
             t.tracepoint("resize_wait");
             g.unlock();
-            wait_event(t, "resize_wait", || {
-                fs.files.resize_in_progress.read_once(t) == 0
-            });
+            // wait_event(resize_wait, !resize_in_progress), then relock and
+            // repeat. The resizer clears the flag under file_lock before its
+            // wake_up_all, so the condition is re-checked under file_lock
+            // (the same edge, without modelling the wait queue).
+            t.might_sleep("wait_event(resize_wait)");
+            crate::sync::yield_now();
             g = fs.files.file_lock.spin_lock(t);
             continue;
         }
