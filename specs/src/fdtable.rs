@@ -1,7 +1,587 @@
-//! The `fdtable` model's registry, scenarios and invariants (being written).
+//! The `fdtable` model's registry, scenarios, invariants and sequential
+//! reference (fs/file.c, v6.10 and v6.12+; brief §4).
+//!
+//! Invariants read [`Fs::observe`]: the current table's bitmaps and slots,
+//! next_fd, RLIMIT_NOFILE, live files with their refcounts, and the ghost log
+//! (allocation decisions with the bitmap they were taken on, who holds which
+//! fd, each fd's occupants, fget progress, fork children).
 
-use crate::{Invariant, Model, Run, Scenario, Variant};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
+use arbitrary::Unstructured;
+use vfsmc_model::exec::{self, Context, Task};
+use vfsmc_model::fdtable::{
+    alloc_empty_file, alloc_fd, close_fd, do_prlimit, dup_fd, f_dupfd, fd_install, fget, fget_done,
+    fput, ksys_dup3, put_unused_fd, Base, Bug, Claim, Errno, FgetState, Flavor, Fs, Init,
+    Observation, NR_OPEN_DEFAULT, SYSCTL_NR_OPEN,
+};
+
+use crate::{Expected, Invariant, Model, Run, Scenario, Variant};
+
+/// An fd argument: a number, or the last fd this thread obtained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fd {
+    N(u32),
+    Last,
+}
+
+/// One system call of a thread program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// open(2): alloc_fd(0), alloc_empty_file, fd_install.
+    Open,
+    /// An open that fails after reserving its fd: alloc_fd, put_unused_fd.
+    OpenFails,
+    Close(Fd),
+    /// dup2(old, new).
+    Dup2(u32, u32),
+    /// fcntl(fd, F_DUPFD, min).
+    DupFd {
+        fd: u32,
+        min: u32,
+    },
+    /// fget(fd) then fput.
+    Fget(u32),
+    /// fork(): dup_fd.
+    Fork,
+    /// setrlimit(RLIMIT_NOFILE, n).
+    SetRlimit(u32),
+}
+
+/// What an operation returned: an fd (or 0), or an errno.
+pub type OpResult = Result<u32, Errno>;
+
+/// Runs one thread program against `fs`, returning each call's result.
+pub fn run_program(fs: &Fs, t: &Task, ops: &[Op]) -> Vec<OpResult> {
+    let mut last: Option<u32> = None;
+    let mut results = Vec::new();
+    for op in ops {
+        let r = match *op {
+            Op::Open => {
+                let r = alloc_fd(fs, t, 0, false);
+                if let Ok(fd) = r {
+                    let file = alloc_empty_file(fs, t);
+                    fd_install(fs, t, fd, file);
+                    last = Some(fd);
+                }
+                r
+            }
+            Op::OpenFails => {
+                let r = alloc_fd(fs, t, 0, false);
+                if let Ok(fd) = r {
+                    put_unused_fd(fs, t, fd);
+                }
+                r
+            }
+            Op::Close(a) => {
+                let fd = match a {
+                    Fd::N(n) => n,
+                    Fd::Last => last.unwrap_or(u32::MAX),
+                };
+                close_fd(fs, t, fd).map(|()| fd)
+            }
+            Op::Dup2(old, new) => ksys_dup3(fs, t, old, new),
+            Op::DupFd { fd, min } => {
+                let r = f_dupfd(fs, t, fd, min);
+                if let Ok(fd) = r {
+                    last = Some(fd);
+                }
+                r
+            }
+            Op::Fget(fd) => match fget(fs, t, fd) {
+                Some(file) => {
+                    fput(fs, t, file.obj);
+                    fget_done(fs, t);
+                    Ok(fd)
+                }
+                None => Err(Errno::Ebadf),
+            },
+            Op::Fork => {
+                dup_fd(fs, t);
+                Ok(0)
+            }
+            Op::SetRlimit(n) => {
+                do_prlimit(fs, t, n);
+                Ok(0)
+            }
+        };
+        results.push(r);
+    }
+    results
+}
+
+/// The sequential reference: POSIX's lowest-free-fd set, nothing else.
+#[derive(Clone, Debug)]
+pub struct Reference {
+    /// Open fds and the file (an opaque number) each refers to.
+    pub open: BTreeMap<u32, u32>,
+    pub rlimit: u32,
+    next_file: u32,
+}
+
+impl Reference {
+    pub fn new(init: &Init) -> Reference {
+        Reference {
+            open: init.fds.iter().map(|&(fd, f)| (fd, f as u32)).collect(),
+            rlimit: init.rlimit,
+            next_file: init.nfiles as u32,
+        }
+    }
+
+    fn lowest_free(&self, start: u32) -> u32 {
+        (start..)
+            .find(|fd| !self.open.contains_key(fd))
+            .unwrap_or(start)
+    }
+
+    fn alloc(&self, start: u32) -> OpResult {
+        let fd = self.lowest_free(start);
+        if fd >= self.rlimit.min(SYSCTL_NR_OPEN) {
+            Err(Errno::Emfile)
+        } else {
+            Ok(fd)
+        }
+    }
+
+    /// Applies a thread program; results as [`run_program`] returns them.
+    pub fn run(&mut self, ops: &[Op]) -> Vec<OpResult> {
+        let mut last: Option<u32> = None;
+        ops.iter()
+            .map(|op| match *op {
+                Op::Open => {
+                    let r = self.alloc(0);
+                    if let Ok(fd) = r {
+                        self.open.insert(fd, self.next_file);
+                        self.next_file += 1;
+                        last = Some(fd);
+                    }
+                    r
+                }
+                Op::OpenFails => self.alloc(0),
+                Op::Close(a) => {
+                    let fd = match a {
+                        Fd::N(n) => n,
+                        Fd::Last => last.unwrap_or(u32::MAX),
+                    };
+                    self.open.remove(&fd).map(|_| fd).ok_or(Errno::Ebadf)
+                }
+                Op::Dup2(old, new) => {
+                    if old == new {
+                        Err(Errno::Einval)
+                    } else if new >= self.rlimit {
+                        Err(Errno::Ebadf)
+                    } else if new >= SYSCTL_NR_OPEN {
+                        Err(Errno::Emfile)
+                    } else if let Some(&f) = self.open.get(&old) {
+                        self.open.insert(new, f);
+                        Ok(new)
+                    } else {
+                        Err(Errno::Ebadf)
+                    }
+                }
+                Op::DupFd { fd, min } => match self.open.get(&fd).copied() {
+                    None => Err(Errno::Ebadf),
+                    Some(f) => {
+                        let r = self.alloc(min);
+                        if let Ok(n) = r {
+                            self.open.insert(n, f);
+                            last = Some(n);
+                        }
+                        r
+                    }
+                },
+                Op::Fget(fd) => self.open.get(&fd).map(|_| fd).ok_or(Errno::Ebadf),
+                Op::Fork => Ok(0),
+                Op::SetRlimit(n) => {
+                    self.rlimit = n;
+                    Ok(0)
+                }
+            })
+            .collect()
+    }
+}
+
+/// The state every scenario starts from, and what its threads run.
+struct Setup {
+    name: &'static str,
+    init: fn() -> Init,
+    threads: &'static [&'static [Op]],
+    /// Whether the RCU grace-period kthread runs beside the threads (else
+    /// pending callbacks run at the end, after every thread joined).
+    gp_kthread: bool,
+}
+
+fn three_open() -> Init {
+    Init {
+        max_fds: NR_OPEN_DEFAULT,
+        fds: vec![(0, 0), (1, 1), (2, 2)],
+        nfiles: 3,
+        rlimit: SYSCTL_NR_OPEN,
+        embedded: true,
+    }
+}
+
+fn two_open() -> Init {
+    Init {
+        fds: vec![(0, 0), (1, 1)],
+        nfiles: 2,
+        ..three_open()
+    }
+}
+
+fn full_allocated_table() -> Init {
+    Init {
+        max_fds: NR_OPEN_DEFAULT,
+        fds: vec![(0, 0), (1, 1), (2, 2), (3, 3)],
+        nfiles: 4,
+        rlimit: SYSCTL_NR_OPEN,
+        embedded: false,
+    }
+}
+
+fn one_file_twice() -> Init {
+    Init {
+        fds: vec![(0, 0), (1, 0)],
+        nfiles: 1,
+        ..three_open()
+    }
+}
+
+/// The initial state of the generated scenario: fds 0 and 1 share a file.
+pub fn generated_init() -> Init {
+    Init {
+        fds: vec![(0, 0), (1, 0), (2, 1)],
+        nfiles: 2,
+        ..three_open()
+    }
+}
+
+static SETUPS: &[Setup] = &[
+    Setup {
+        name: "churn",
+        init: three_open,
+        threads: &[
+            &[Op::Open, Op::Close(Fd::Last)],
+            &[Op::Close(Fd::N(0)), Op::Open, Op::Open],
+        ],
+        gp_kthread: false,
+    },
+    Setup {
+        name: "rlimit_lowered",
+        init: two_open,
+        threads: &[&[Op::Open], &[Op::SetRlimit(2)]],
+        gp_kthread: false,
+    },
+    Setup {
+        name: "expand_vs_fget",
+        init: full_allocated_table,
+        threads: &[&[Op::Open], &[Op::Close(Fd::N(1))], &[Op::Fget(1)]],
+        gp_kthread: true,
+    },
+    Setup {
+        name: "expand_vs_fget_recycled",
+        init: full_allocated_table,
+        threads: &[
+            &[Op::Open],
+            &[Op::Close(Fd::N(1)), Op::Dup2(0, 1), Op::Open],
+            &[Op::Fget(1)],
+        ],
+        gp_kthread: false,
+    },
+    Setup {
+        name: "dup2_vs_open",
+        init: three_open,
+        threads: &[&[Op::Open], &[Op::Dup2(0, 3)]],
+        gp_kthread: false,
+    },
+    Setup {
+        name: "fork_vs_open",
+        init: three_open,
+        threads: &[&[Op::Open], &[Op::Fork]],
+        gp_kthread: false,
+    },
+    Setup {
+        name: "close_vs_fget",
+        init: one_file_twice,
+        threads: &[&[Op::Fget(0)], &[Op::Close(Fd::N(0))]],
+        gp_kthread: false,
+    },
+    Setup {
+        name: "dupfd_vs_close",
+        init: three_open,
+        threads: &[&[Op::DupFd { fd: 2, min: 2 }], &[Op::Close(Fd::N(0))]],
+        gp_kthread: false,
+    },
+];
+
+static SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "churn",
+        about: "fds 0-2 open; T0 opens then closes, T1 closes fd 0 and opens twice \
+                (blogbench shape): the word fills, the fast path fails over to the \
+                full_fds_bits search and the table expands",
+        goals: &["full_search", "expanded"],
+        loom_bound: Some(2),
+        generated: false,
+    },
+    Scenario {
+        name: "rlimit_lowered",
+        about: "fds 0-1 open; one thread opens while another lowers RLIMIT_NOFILE to 2",
+        goals: &["emfile"],
+        loom_bound: None,
+        generated: false,
+    },
+    Scenario {
+        name: "expand_vs_fget",
+        about: "a full allocated table: T0's open expands it, T1 closes fd 1, T2 fgets fd 1 \
+                locklessly; the old table is freed by the RCU grace-period kthread",
+        goals: &["expanded", "fget_saw_old_table"],
+        loom_bound: Some(2),
+        generated: false,
+    },
+    Scenario {
+        name: "expand_vs_fget_recycled",
+        about: "a full allocated table: T0's open expands it; T1 closes fd 1, dup2s fd 0 \
+                onto it and opens (recycling the closed file's memory at another fd); \
+                T2 fgets fd 1 locklessly (old tables are freed at the end)",
+        goals: &["expanded", "fget_saw_old_table"],
+        loom_bound: Some(2),
+        generated: false,
+    },
+    Scenario {
+        name: "dup2_vs_open",
+        about: "fds 0-2 open; T0 opens (reserves fd 3), T1 dup2(0, 3)",
+        goals: &["dup2_ebusy"],
+        loom_bound: None,
+        generated: false,
+    },
+    Scenario {
+        name: "fork_vs_open",
+        about: "fds 0-2 open; T0 opens (reserves fd 3) while T1 forks (dup_fd)",
+        goals: &["fork_cleared_reserved"],
+        loom_bound: None,
+        generated: false,
+    },
+    Scenario {
+        name: "close_vs_fget",
+        about: "fds 0 and 1 share one file; T0 fget(0) while T1 close(0)",
+        goals: &["fget_retry"],
+        loom_bound: None,
+        generated: false,
+    },
+    Scenario {
+        name: "dupfd_vs_close",
+        about: "fds 0-2 open; T0 fcntl(2, F_DUPFD, 2) while T1 close(0)",
+        goals: &["start_above_next_fd"],
+        loom_bound: None,
+        generated: false,
+    },
+    Scenario {
+        name: "generated",
+        about: "2-3 threads of 1-3 calls decoded from the input bytes, from fds 0-2 open \
+                (0 and 1 share a file)",
+        goals: &[],
+        loom_bound: Some(2),
+        generated: true,
+    },
+];
+
+const fn v(
+    name: &'static str,
+    expected: Expected,
+    witness: &'static str,
+    kernel: &'static str,
+    about: &'static str,
+) -> Variant {
+    Variant {
+        name,
+        expected,
+        witness,
+        kernel,
+        about,
+    }
+}
+
+static VARIANTS: &[Variant] = &[
+    v(
+        "v6.10",
+        Expected::Holds,
+        "",
+        "fs/file.c:alloc_fd,find_next_fd (v6.10)",
+        "before the series: two-level search, unconditional full_fds_bits clear, slot sanity check",
+    ),
+    v(
+        "current",
+        Expected::Holds,
+        "",
+        "fs/file.c:alloc_fd,find_next_fd,__clear_open_fd (v6.12)",
+        "after the series: fast path on the word containing the candidate, conditional clear",
+    ),
+    v(
+        "rlimit_skipped_by_fast_path",
+        Expected::Violates("emfile"),
+        "rlimit_lowered",
+        "fs/file.c:alloc_fd (Yu Ma v1 patch 1, June 2024; found by Mateusz Guzik)",
+        "v1 fast path jumps to success before the fd >= RLIMIT_NOFILE check",
+    ),
+    v(
+        "fast_path_ignores_start_bit",
+        Expected::Violates("lowest_free"),
+        "dupfd_vs_close",
+        "fs/file.c:find_next_fd (review of v2/v3, Jan Kara)",
+        "the fast path searches the candidate's word from bit 0: F_DUPFD gets an fd below min",
+    ),
+    v(
+        "fast_path_drops_word_base",
+        Expected::Violates("unique_fd"),
+        "churn",
+        "fs/file.c:find_next_fd (review of v2/v3, Jan Kara)",
+        "the fast path returns the bit index within the word: an fd already in use",
+    ),
+    v(
+        "conditional_clear_tests_wrong_bit",
+        Expected::Violates("full_fds_bits"),
+        "churn",
+        "fs/file.c:__clear_open_fd (mutant of patch 2/3)",
+        "the conditional clear tests full_fds_bits bit fd, not fd / BITS_PER_LONG",
+    ),
+    v(
+        "put_unused_fd_keeps_next_fd",
+        Expected::Violates("next_fd"),
+        "churn",
+        "fs/file.c:__put_unused_fd (mutant)",
+        "closing an fd below next_fd does not lower next_fd",
+    ),
+    v(
+        "fget_skips_slot_recheck",
+        Expected::Violates("fget_linearizable"),
+        "close_vs_fget",
+        "fs/file.c:__fget_files (before 054aa8d439b9, CVE-2021-4083)",
+        "fget keeps a reference taken after the fd was closed",
+    ),
+    v(
+        "fget_skips_fdt_recheck",
+        Expected::Violates("fget_linearizable"),
+        "expand_vs_fget_recycled",
+        "fs/file.c:__fget_files_rcu (mutant of 0ede61d8589c, v6.7)",
+        "with typesafe files, the old table's stale slot matches a recycled file",
+    ),
+    v(
+        "fget_retry_leaks_ref",
+        Expected::Violates("refs_balanced"),
+        "close_vs_fget",
+        "fs/file.c:__fget_files_rcu (mutant of e386dfc56f83)",
+        "a failed re-check retries without fput",
+    ),
+    v(
+        "free_fdtable_without_grace_period",
+        Expected::Violates("use_after_free"),
+        "expand_vs_fget",
+        "fs/file.c:expand_fdtable (mutant)",
+        "the old table is freed at once, under a lockless reader",
+    ),
+    v(
+        "expand_skips_synchronize_rcu",
+        Expected::Violates("no_lost_install"),
+        "churn",
+        "fs/file.c:expand_fdtable (mutant of 8a81252b774b)",
+        "a lockless fd_install writes into a table that was already copied",
+    ),
+    v(
+        "dup2_ignores_reserved",
+        Expected::Violates("unique_fd"),
+        "dup2_vs_open",
+        "fs/file.c:do_dup2 (the -EBUSY rule)",
+        "dup2 installs over an fd an open has reserved",
+    ),
+    v(
+        "dup_fd_keeps_reserved",
+        Expected::Violates("fork_no_reserved"),
+        "fork_vs_open",
+        "fs/file.c:dup_fd (the rule in its comment)",
+        "the child inherits an open bit with a NULL slot: an fd reserved forever",
+    ),
+];
+
+/// How the model runs each registered variant.
+pub fn flavor(variant: &str) -> Option<Flavor> {
+    let cur = |bug| Flavor {
+        base: Base::Current,
+        bug: Some(bug),
+    };
+    Some(match variant {
+        "v6.10" => Flavor {
+            base: Base::V6_10,
+            bug: None,
+        },
+        "current" => Flavor {
+            base: Base::Current,
+            bug: None,
+        },
+        "rlimit_skipped_by_fast_path" => Flavor {
+            base: Base::V6_10,
+            bug: Some(Bug::RlimitSkippedByFastPath),
+        },
+        "fast_path_ignores_start_bit" => cur(Bug::FastPathIgnoresStartBit),
+        "fast_path_drops_word_base" => cur(Bug::FastPathDropsWordBase),
+        "conditional_clear_tests_wrong_bit" => cur(Bug::ConditionalClearTestsWrongBit),
+        "put_unused_fd_keeps_next_fd" => cur(Bug::PutUnusedFdKeepsNextFd),
+        "fget_skips_slot_recheck" => cur(Bug::FgetSkipsSlotRecheck),
+        "fget_skips_fdt_recheck" => cur(Bug::FgetSkipsFdtRecheck),
+        "fget_retry_leaks_ref" => cur(Bug::FgetRetryLeaksRef),
+        "free_fdtable_without_grace_period" => cur(Bug::FreeFdtableWithoutGracePeriod),
+        "expand_skips_synchronize_rcu" => cur(Bug::ExpandSkipsSynchronizeRcu),
+        "dup2_ignores_reserved" => cur(Bug::Dup2IgnoresReserved),
+        "dup_fd_keeps_reserved" => cur(Bug::DupFdKeepsReserved),
+        _ => return None,
+    })
+}
+
+static INVARIANTS: &[Invariant] = &[
+    Invariant {
+        name: "use_after_free",
+        about: "no reader touches a freed fdtable (raised by the slab on access)",
+    },
+    Invariant {
+        name: "unique_fd",
+        about: "F1/F7: no fd is handed out twice (reserved or installed by two callers)",
+    },
+    Invariant {
+        name: "lowest_free",
+        about: "F2: alloc_fd returns the lowest fd >= start that was free when it decided",
+    },
+    Invariant {
+        name: "emfile",
+        about: "F5: the fd returned is below RLIMIT_NOFILE; -EMFILE only when no fd below it is free",
+    },
+    Invariant {
+        name: "full_fds_bits",
+        about: "F4: full_fds_bits bit i is set iff word i of open_fds is all ones",
+    },
+    Invariant {
+        name: "next_fd",
+        about: "F3: every fd below next_fd is open (next_fd never exceeds the lowest free fd)",
+    },
+    Invariant {
+        name: "fget_linearizable",
+        about: "F9: fget returns a file installed at the fd at some instant after its reference was taken",
+    },
+    Invariant {
+        name: "fork_no_reserved",
+        about: "F8: a fork child's table has no open fd with a NULL slot",
+    },
+    Invariant {
+        name: "no_lost_install",
+        about: "F6: at the end every installed file is in its slot of the current table",
+    },
+    Invariant {
+        name: "refs_balanced",
+        about: "F10: at the end each live file's refcount equals the slots holding it",
+    },
+];
+
+/// The fd table model.
 pub struct Fdtable;
 
 impl Model for Fdtable {
@@ -9,16 +589,378 @@ impl Model for Fdtable {
         "fdtable"
     }
     fn about(&self) -> &'static str {
-        "(being written)"
+        "fs/file.c fd allocation (bitmap fast path), RCU table resize, lockless fget"
     }
     fn variants(&self) -> &'static [Variant] {
-        &[]
+        VARIANTS
     }
     fn scenarios(&self) -> &'static [Scenario] {
-        &[]
+        SCENARIOS
     }
     fn invariants(&self) -> &'static [Invariant] {
-        &[]
+        INVARIANTS
     }
-    fn execute(&self, _run: &Run) {}
+
+    fn execute(&self, run: &Run) {
+        let flavor = flavor(&run.variant).expect("the checker only runs registered variants");
+        if run.scenario == "generated" {
+            let threads = decode(&run.input);
+            execute(flavor, generated_init(), threads, false);
+        } else {
+            let s = SETUPS
+                .iter()
+                .find(|s| s.name == run.scenario)
+                .expect("the checker only runs registered scenarios");
+            execute(
+                flavor,
+                (s.init)(),
+                s.threads.iter().map(|p| p.to_vec()).collect(),
+                s.gp_kthread,
+            );
+        }
+    }
+}
+
+/// Decodes thread programs from scenario bytes: 2-3 threads of 1-3 calls,
+/// one byte per choice (exhausted input reads as zeros).
+pub fn decode(input: &[u8]) -> Vec<Vec<Op>> {
+    let mut u = Unstructured::new(input);
+    let mut byte = || u.arbitrary::<u8>().unwrap_or(0);
+    let nthreads = 2 + byte() % 2;
+    (0..nthreads)
+        .map(|_| {
+            let nops = 1 + byte() % 3;
+            (0..nops).map(|_| decode_op(&mut byte)).collect()
+        })
+        .collect()
+}
+
+fn decode_op(byte: &mut impl FnMut() -> u8) -> Op {
+    let fd = |b: u8| u32::from(b % 6);
+    match byte() % 8 {
+        0 => Op::Open,
+        1 => Op::OpenFails,
+        2 => match byte() % 2 {
+            0 => Op::Close(Fd::Last),
+            _ => Op::Close(Fd::N(fd(byte()))),
+        },
+        3 => Op::Dup2(fd(byte()), fd(byte())),
+        4 => Op::DupFd {
+            fd: fd(byte()),
+            min: fd(byte()),
+        },
+        5 => Op::Fget(fd(byte())),
+        6 => Op::Fork,
+        _ => Op::SetRlimit(2 + u32::from(byte() % 15)),
+    }
+}
+
+/// Encodes 2-3 thread programs as scenario bytes for [`decode`] (programs
+/// longer than 3 calls are cut; fds and mins must be below 6, limits 2-16).
+pub fn encode(threads: &[Vec<Op>]) -> Vec<u8> {
+    let mut out = vec![(threads.len() as u8).saturating_sub(2)];
+    for ops in threads {
+        let ops = &ops[..ops.len().min(3)];
+        out.push(ops.len() as u8 - 1);
+        for op in ops {
+            match *op {
+                Op::Open => out.push(0),
+                Op::OpenFails => out.push(1),
+                Op::Close(Fd::Last) => out.extend([2, 0]),
+                Op::Close(Fd::N(n)) => out.extend([2, 1, n as u8]),
+                Op::Dup2(a, b) => out.extend([3, a as u8, b as u8]),
+                Op::DupFd { fd, min } => out.extend([4, fd as u8, min as u8]),
+                Op::Fget(n) => out.extend([5, n as u8]),
+                Op::Fork => out.push(6),
+                Op::SetRlimit(n) => out.extend([7, (n - 2) as u8]),
+            }
+        }
+    }
+    out
+}
+
+/// Runs one thread program on a fresh process sequentially, on the calling
+/// model thread (inside an engine): the system under the proptest.
+pub fn run_single(variant: &str, init: &Init, ops: &[Op]) -> Vec<OpResult> {
+    let flavor = flavor(variant).expect("a registered variant");
+    let fs = Fs::new(flavor, init);
+    let t = Task::new("T0", Context::Task);
+    let results = run_program(&fs, &t, ops);
+    let main = Task::new("main", Context::Task);
+    fs.rcu.rcu_barrier(&main);
+    results
+}
+
+fn execute(flavor: Flavor, init: Init, threads: Vec<Vec<Op>>, gp_kthread: bool) {
+    let fs = Arc::new(Fs::new(flavor, &init));
+    register_invariants(&fs);
+    let obs = fs.clone();
+    exec::observe(move || render(&obs.observe()));
+    let handles: Vec<_> = threads
+        .into_iter()
+        .enumerate()
+        .map(|(i, ops)| {
+            let fs = fs.clone();
+            let name = format!("T{i}");
+            exec::spawn(&name.clone(), move || {
+                let t = Task::new(&name, Context::Task);
+                run_program(&fs, &t, &ops);
+            })
+        })
+        .collect();
+    let gp = gp_kthread.then(|| {
+        let fs = fs.clone();
+        exec::spawn("rcu_gp", move || {
+            let t = Task::new("rcu_gp", Context::Kthread);
+            fs.rcu.gp_kthread(&t);
+        })
+    });
+    for h in handles {
+        h.join();
+    }
+    fs.rcu.stop_gp_kthread();
+    if let Some(h) = gp {
+        h.join();
+    }
+    let main = Task::new("main", Context::Task);
+    fs.rcu.rcu_barrier(&main);
+    let o = fs.observe();
+    exec::check_final("main", "no_lost_install", no_lost_install(&o));
+    exec::check_final("main", "refs_balanced", refs_balanced(&o));
+}
+
+/// An invariant checked after every step.
+type StepCheck = fn(&Observation) -> Result<(), String>;
+
+fn register_invariants(fs: &Arc<Fs>) {
+    let checks: [(&str, StepCheck); 6] = [
+        ("unique_fd", unique_fd),
+        ("lowest_free", lowest_free),
+        ("emfile", emfile),
+        ("full_fds_bits", full_fds_bits),
+        ("next_fd", next_fd),
+        ("fork_no_reserved", fork_no_reserved),
+    ];
+    for (name, check) in checks {
+        let fs = fs.clone();
+        exec::invariant(name, move || check(&fs.observe()));
+    }
+    let fs = fs.clone();
+    let seen = Mutex::new(BTreeMap::new());
+    exec::invariant("fget_linearizable", move || {
+        fget_linearizable(
+            &fs.observe(),
+            &mut seen.lock().unwrap_or_else(|p| p.into_inner()),
+        )
+    });
+}
+
+/// The lowest fd ≥ `start` free in `open` (fds past the table are free).
+fn lowest_free_in(open: &[bool], start: u32) -> u32 {
+    (start..)
+        .find(|&fd| !open.get(fd as usize).copied().unwrap_or(false))
+        .unwrap_or(start)
+}
+
+fn unique_fd(o: &Observation) -> Result<(), String> {
+    for (fd, claims) in &o.ghost.claims {
+        if claims.len() > 1 {
+            let who: Vec<String> = claims
+                .iter()
+                .map(|c| match c {
+                    Claim::Reserved { by } => format!("reserved by {by}"),
+                    Claim::Installed { by, file } => format!("{file} installed by {by}"),
+                })
+                .collect();
+            return Err(format!("fd {fd} handed out twice: {}", who.join(", ")));
+        }
+    }
+    Ok(())
+}
+
+fn lowest_free(o: &Observation) -> Result<(), String> {
+    for a in &o.ghost.allocs {
+        if let Ok(fd) = a.result {
+            let want = lowest_free_in(&a.open_before, a.start);
+            if fd != want {
+                return Err(format!(
+                    "{}: alloc_fd(start {}) returned {fd}; the lowest free fd ≥ {} was {want}",
+                    a.thread, a.start, a.start
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn emfile(o: &Observation) -> Result<(), String> {
+    for a in &o.ghost.allocs {
+        match a.result {
+            Ok(fd) if fd >= a.end => {
+                return Err(format!(
+                    "{}: alloc_fd returned {fd} although RLIMIT_NOFILE was {}",
+                    a.thread, a.end
+                ))
+            }
+            Err(Errno::Emfile) => {
+                let free = lowest_free_in(&a.open_before, a.start);
+                if free < a.end.min(SYSCTL_NR_OPEN) {
+                    return Err(format!(
+                        "{}: -EMFILE although fd {free} < RLIMIT_NOFILE {} was free",
+                        a.thread, a.end
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn full_fds_bits(o: &Observation) -> Result<(), String> {
+    let b = &o.table.bits;
+    for w in 0..b.full_fds_bits.nbits() {
+        let full = b.open_fds.word_is_full(w);
+        if b.full_fds_bits.bit(w) != full {
+            return Err(format!(
+                "full_fds_bits[{w}] = {} but open_fds word {w} is {}full",
+                u8::from(b.full_fds_bits.bit(w)),
+                if full { "" } else { "not " }
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn next_fd(o: &Observation) -> Result<(), String> {
+    let open: Vec<bool> = (0..o.table.max_fds)
+        .map(|i| o.table.bits.open_fds.bit(i))
+        .collect();
+    let free = lowest_free_in(&open, 0);
+    if o.next_fd > free {
+        return Err(format!("next_fd is {} but fd {free} is free", o.next_fd));
+    }
+    Ok(())
+}
+
+fn fork_no_reserved(o: &Observation) -> Result<(), String> {
+    for (i, c) in o.ghost.children.iter().enumerate() {
+        for (fd, (&open, &slot)) in c.open.iter().zip(&c.slots).enumerate() {
+            if open && slot == 0 {
+                return Err(format!(
+                    "fork child {i}: fd {fd} is open with a NULL slot (reserved forever)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Per fget thread: the (fd, file) being held, and whether that file was
+/// seen installed at fd since the reference was taken.
+type Seen = BTreeMap<String, ((u32, vfsmc_model::fdtable::FileId), bool)>;
+
+fn fget_linearizable(o: &Observation, seen: &mut Seen) -> Result<(), String> {
+    seen.retain(|t, _| o.ghost.fgets.contains_key(t));
+    for (thread, st) in &o.ghost.fgets {
+        let (fd, file, returned) = match *st {
+            FgetState::Holding { fd, file } => (fd, file, false),
+            FgetState::Returned { fd, file } => (fd, file, true),
+        };
+        let entry = seen.entry(thread.clone()).or_insert(((fd, file), false));
+        if entry.0 != (fd, file) {
+            *entry = ((fd, file), false);
+        }
+        if o.ghost
+            .occupants
+            .get(&fd)
+            .is_some_and(|occ| occ.contains(&file))
+        {
+            entry.1 = true;
+        }
+        if returned && !entry.1 {
+            return Err(format!(
+                "{thread}: fget({fd}) returned {file}, which was not installed at fd {fd} at any \
+                 instant after the reference was taken"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn no_lost_install(o: &Observation) -> Result<(), String> {
+    for (fd, claims) in &o.ghost.claims {
+        for c in claims {
+            if let Claim::Installed { file, by } = c {
+                let slot = o.table.slots.get(*fd as usize).copied().unwrap_or(0);
+                if slot != file.obj {
+                    return Err(format!(
+                        "{file} installed at fd {fd} by {by} is lost: the current table's slot holds {}",
+                        if slot == 0 { "NULL".to_string() } else { format!("file#{slot}") }
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn refs_balanced(o: &Observation) -> Result<(), String> {
+    for &(file, refs) in &o.live_files {
+        let in_table = o.table.slots.iter().filter(|&&s| s == file.obj).count();
+        let in_children: usize = o
+            .ghost
+            .children
+            .iter()
+            .map(|c| c.slots.iter().filter(|&&s| s == file.obj).count())
+            .sum();
+        let owners = (in_table + in_children) as u64;
+        if refs != owners {
+            return Err(format!(
+                "{file} has refcount {refs} but {owners} slot(s) hold it"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn render(o: &Observation) -> String {
+    let slots: Vec<String> = o
+        .table
+        .slots
+        .iter()
+        .map(|&s| {
+            if s == 0 {
+                "-".to_string()
+            } else {
+                format!("#{s}")
+            }
+        })
+        .collect();
+    let claims: Vec<String> = o
+        .ghost
+        .claims
+        .iter()
+        .map(|(fd, c)| {
+            let who: Vec<String> = c
+                .iter()
+                .map(|c| match c {
+                    Claim::Reserved { by } => format!("R:{by}"),
+                    Claim::Installed { by, file } => format!("{file}:{by}"),
+                })
+                .collect();
+            format!("{fd}={}", who.join("+"))
+        })
+        .collect();
+    format!(
+        "fdtable#{} max_fds {} next_fd {} RLIMIT_NOFILE {}\nopen_fds {} full_fds_bits {}\nslots [{}]\nclaims {}",
+        o.table.obj,
+        o.table.max_fds,
+        o.next_fd,
+        o.rlimit,
+        o.table.bits.open_fds,
+        o.table.bits.full_fds_bits,
+        slots.join(" "),
+        claims.join(" ")
+    )
 }

@@ -1,1 +1,437 @@
-//! fs/file.c: the fd table (being written).
+//! fs/file.c and include/linux/fdtable.h: the fd table of a process, the
+//! bitmap search that allocates the lowest free fd, its RCU-published
+//! resizing, and the lockless `fget` (v6.10 and v6.12+, Yu Ma's series
+//! "fs/file.c: optimize the critical section of file_lock in alloc_fd()").
+//!
+//! What is modelled: `files_struct` {fdt (RCU pointer), file_lock, next_fd,
+//! resize_in_progress, count} and `fdtable` {max_fds, fd[] (RCU slots),
+//! open_fds, close_on_exec, full_fds_bits}; RLIMIT_NOFILE as a word another
+//! thread may lower; `struct file` as a SLAB_TYPESAFE_BY_RCU object whose
+//! refcount follows the v6.12 `atomic_long_inc_not_zero(&f_count)` rules (not
+//! v6.13 `file_ref`); fdtables as ordinary slab objects freed through
+//! `call_rcu`, so a reader touching a freed table is a use-after-free.
+//!
+//! Abstracted away: the Spectre index masking (`array_index_nospec`) and the
+//! `BUG_ON`/`WARN_ON` slot checks of `fd_install`; `close_on_exec` is kept but
+//! never read (no exec); `filp_close` is just the final `fput`, and `fput`
+//! frees at once instead of through task_work. Sizes are shrunk: a word has
+//! [`BITS_PER_LONG`] bits, the embedded table [`NR_OPEN_DEFAULT`] slots.
+//!
+//! Every kernel function is a Rust function of the same name made of labelled
+//! steps; variants (see [`Bug`]) change only the steps they name. The ghost
+//! log ([`Ghost`]) records what happened for the specs: allocation decisions
+//! with the bitmap they were taken on, who holds which fd, the occupants of
+//! each fd, fget's state and fork children.
+
+mod alloc;
+mod expand;
+mod fget;
+mod install;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex as GhostMutex, MutexGuard};
+
+use crate::exec::Task;
+use crate::kernel::atomic::Atomic;
+use crate::kernel::bitmap::Bitmap;
+use crate::kernel::rcu::{ObjRef, ObjState, Rcu, Slab};
+use crate::kernel::spinlock::{Locked, SpinLock};
+
+pub use alloc::{alloc_fd, put_unused_fd};
+pub use expand::expand_files;
+pub use fget::{alloc_empty_file, fget, fget_done, fput};
+pub use install::{close_fd, dup_fd, f_dupfd, fd_install, ksys_dup3};
+
+/// BITS_PER_LONG, shrunk so that a full word is a few opens away.
+pub const BITS_PER_LONG: u32 = 4;
+/// NR_OPEN_DEFAULT: slots of the table embedded in `files_struct`.
+pub const NR_OPEN_DEFAULT: u32 = BITS_PER_LONG;
+/// sysctl_nr_open: no table grows beyond this.
+pub const SYSCTL_NR_OPEN: u32 = 4 * BITS_PER_LONG;
+
+/// Errors the operations return (the kernel's negative errnos).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Errno {
+    Ebadf,
+    Ebusy,
+    Emfile,
+    Einval,
+}
+
+/// The code base a variant starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Base {
+    /// v6.10: two-level search, unconditional full_fds_bits clear, the
+    /// slot sanity check in alloc_fd.
+    V6_10,
+    /// v6.12+: the series applied (fast path in find_next_fd, conditional
+    /// clear, sanity check removed).
+    Current,
+}
+
+/// One bug (real or mutant) on top of a base; each arm changes the steps its
+/// doc names and nothing else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bug {
+    /// v1 patch 1 (June 2024): alloc_fd takes the first zero bit of word 0
+    /// and jumps to success, skipping the `fd >= end` (RLIMIT_NOFILE) test.
+    RlimitSkippedByFastPath,
+    /// Review point on v2/v3: the fast path searches the word containing the
+    /// candidate from bit 0 instead of from the candidate's bit offset.
+    FastPathIgnoresStartBit,
+    /// Review point on v2/v3: the fast path forgets to add the word's base
+    /// (`word * BITS_PER_LONG`) to the bit it found.
+    FastPathDropsWordBase,
+    /// Mutant of patch 2/3: the conditional clear tests bit `fd` of
+    /// full_fds_bits instead of bit `fd / BITS_PER_LONG`.
+    ConditionalClearTestsWrongBit,
+    /// Mutant: __put_unused_fd forgets to lower next_fd.
+    PutUnusedFdKeepsNextFd,
+    /// Before 054aa8d439b9 (CVE-2021-4083): fget does not re-check the slot
+    /// after taking its reference.
+    FgetSkipsSlotRecheck,
+    /// Mutant of 0ede61d8589c (SLAB_TYPESAFE_BY_RCU files): fget re-checks
+    /// the slot but not that `files->fdt` is still the table it read.
+    FgetSkipsFdtRecheck,
+    /// Mutant of e386dfc56f83: on a failed re-check fget retries without
+    /// dropping the reference it took.
+    FgetRetryLeaksRef,
+    /// Mutant: expand_fdtable frees the old table at once instead of
+    /// through call_rcu.
+    FreeFdtableWithoutGracePeriod,
+    /// Mutant of 8a81252b774b: expand_fdtable skips synchronize_rcu, so a
+    /// lockless fd_install can write into a table already copied.
+    ExpandSkipsSynchronizeRcu,
+    /// do_dup2 without the -EBUSY check on a reserved (open, NULL) slot.
+    Dup2IgnoresReserved,
+    /// dup_fd copies an open bit whose slot is NULL (a sibling's in-flight
+    /// open) instead of clearing it in the child.
+    DupFdKeepsReserved,
+}
+
+/// A variant as the model sees it: a base and at most one bug.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flavor {
+    pub base: Base,
+    pub bug: Option<Bug>,
+}
+
+impl Flavor {
+    pub fn has(self, bug: Bug) -> bool {
+        self.bug == Some(bug)
+    }
+}
+
+/// A `struct file` as fget sees it: only the refcount matters here.
+pub struct File {
+    /// f_count (v6.12 `atomic_long_t`; 0 means dead).
+    pub f_ref: Atomic,
+}
+
+/// One incarnation of a file: slab object and its generation (a recycled
+/// SLAB_TYPESAFE_BY_RCU object is a different file at the same address).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FileId {
+    pub obj: ObjRef,
+    pub gen: u32,
+}
+
+impl std::fmt::Display for FileId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "file#{}.{}", self.obj, self.gen)
+    }
+}
+
+/// The bitmaps of one fdtable, guarded by the owner's file_lock.
+#[derive(Clone, Debug)]
+pub struct FdBits {
+    pub open_fds: Bitmap,
+    pub close_on_exec: Bitmap,
+    pub full_fds_bits: Bitmap,
+}
+
+impl FdBits {
+    fn new(max_fds: u32) -> FdBits {
+        FdBits {
+            open_fds: Bitmap::new("open_fds", BITS_PER_LONG, max_fds),
+            close_on_exec: Bitmap::new("close_on_exec", BITS_PER_LONG, max_fds),
+            full_fds_bits: Bitmap::new("full_fds_bits", BITS_PER_LONG, max_fds / BITS_PER_LONG),
+        }
+    }
+}
+
+/// struct fdtable.
+pub struct FdTable {
+    pub max_fds: u32,
+    /// fd[]: slots holding a file's ObjRef (0 = NULL), published with
+    /// release stores and read locklessly.
+    pub fd: Vec<Atomic>,
+    pub bits: Locked<FdBits>,
+    /// The table embedded in files_struct (`&files->fdtab`): never freed.
+    pub embedded: bool,
+}
+
+impl FdTable {
+    fn new(
+        lock: &SpinLock,
+        label: &str,
+        max_fds: u32,
+        slots: &[ObjRef],
+        embedded: bool,
+    ) -> FdTable {
+        FdTable {
+            max_fds,
+            fd: (0..max_fds)
+                .map(|i| {
+                    let v = slots.get(i as usize).copied().unwrap_or(0);
+                    Atomic::with_format(format!("{label}.fd[{i}]"), v, file_label)
+                })
+                .collect(),
+            bits: Locked::new(lock, FdBits::new(max_fds)),
+            embedded,
+        }
+    }
+}
+
+fn file_label(v: u64) -> String {
+    if v == 0 {
+        "NULL".to_string()
+    } else {
+        format!("file#{v}")
+    }
+}
+
+fn table_label(v: u64) -> String {
+    format!("fdtable#{v}")
+}
+
+/// struct files_struct (the fields the model needs).
+pub struct FilesStruct {
+    pub file_lock: SpinLock,
+    /// files->fdt: RCU pointer to the current table (an ObjRef of `tables`).
+    pub fdt: Atomic,
+    /// files->next_fd: lower bound of the lowest free fd.
+    pub next_fd: Locked<u32>,
+    /// files->resize_in_progress: written under file_lock, read by fd_install.
+    pub resize_in_progress: Atomic,
+    /// files->count: tasks sharing this table (>1 makes expand wait a GP).
+    pub count: Atomic,
+}
+
+/// Who holds an fd, as the ghost log tracks it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// alloc_fd handed the fd to `by`; nothing installed yet.
+    Reserved { by: String },
+    /// A file was installed by `by` (fd_install, dup2, F_DUPFD).
+    Installed { by: String, file: FileId },
+}
+
+/// One alloc_fd decision, with the bitmap it was taken on (under file_lock).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllocEvent {
+    pub thread: String,
+    pub start: u32,
+    /// RLIMIT_NOFILE as read at entry.
+    pub end: u32,
+    /// open_fds of the current table just before the decision, one bool per fd.
+    pub open_before: Vec<bool>,
+    pub result: Result<u32, Errno>,
+}
+
+/// fget's progress, per thread, for the linearizability check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FgetState {
+    /// A reference on `file` is held, taken while looking up `fd`.
+    Holding { fd: u32, file: FileId },
+    /// fget returned `file` for `fd` (still holding the reference).
+    Returned { fd: u32, file: FileId },
+}
+
+/// A child's table built by dup_fd (private to the child, so a snapshot).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChildTable {
+    pub open: Vec<bool>,
+    pub slots: Vec<ObjRef>,
+}
+
+/// The ghost log: what happened, for the specs. Updated in the same step as
+/// the state change it describes.
+#[derive(Clone, Debug, Default)]
+pub struct Ghost {
+    pub allocs: Vec<AllocEvent>,
+    pub claims: BTreeMap<u32, Vec<Claim>>,
+    /// Files that are (or, until their fput, were) installed at each fd.
+    pub occupants: BTreeMap<u32, Vec<FileId>>,
+    pub fgets: BTreeMap<String, FgetState>,
+    pub children: Vec<ChildTable>,
+}
+
+/// The observed state of the current table.
+#[derive(Clone, Debug)]
+pub struct TableView {
+    pub obj: ObjRef,
+    pub max_fds: u32,
+    pub bits: FdBits,
+    pub slots: Vec<ObjRef>,
+}
+
+/// The state the specs observe, taken without engine operations.
+#[derive(Clone, Debug)]
+pub struct Observation {
+    pub table: TableView,
+    pub next_fd: u32,
+    pub rlimit: u32,
+    pub ghost: Ghost,
+    /// Every file ever allocated: (incarnation, refcount), live ones only.
+    pub live_files: Vec<(FileId, u64)>,
+}
+
+/// The initial state of a scenario.
+#[derive(Clone, Debug)]
+pub struct Init {
+    /// Size of the current table (NR_OPEN_DEFAULT for the embedded one).
+    pub max_fds: u32,
+    /// Open fds and which initial file (index into `nfiles`) each holds.
+    pub fds: Vec<(u32, usize)>,
+    pub nfiles: usize,
+    pub rlimit: u32,
+    /// Whether the table is the one embedded in files_struct (never freed);
+    /// otherwise it stands for one a previous expansion allocated.
+    pub embedded: bool,
+}
+
+/// The process (one shared files_struct) and the caches it uses.
+pub struct Fs {
+    pub flavor: Flavor,
+    pub files: FilesStruct,
+    pub tables: Arc<Slab<FdTable>>,
+    pub filp: Slab<File>,
+    /// The slab allocator's own synchronisation (SLUB's per-CPU freelist
+    /// and node locks): a recycled file's memory is handed from the freeing
+    /// CPU to the allocating one with a happens-before edge.
+    filp_cachep: crate::sync::Mutex,
+    pub rcu: Rcu,
+    /// current->signal->rlim[RLIMIT_NOFILE].rlim_cur
+    pub rlimit_nofile: Atomic,
+    ghost: GhostMutex<Ghost>,
+}
+
+impl Fs {
+    /// Builds the initial state (inside an engine, before any thread runs).
+    pub fn new(flavor: Flavor, init: &Init) -> Fs {
+        let file_lock = SpinLock::new("file_lock");
+        let filp = Slab::typesafe_by_rcu("file");
+        let files: Vec<ObjRef> = (0..init.nfiles)
+            .map(|i| {
+                let refs = init.fds.iter().filter(|(_, f)| *f == i).count() as u64;
+                filp.prealloc(File {
+                    f_ref: Atomic::new(format!("file#{}.f_count", i + 1), refs),
+                })
+            })
+            .collect();
+        let mut slots = vec![0; init.max_fds as usize];
+        for &(fd, f) in &init.fds {
+            slots[fd as usize] = files[f];
+        }
+        let tables = Arc::new(Slab::new("fdtable"));
+        let embedded = init.embedded;
+        let label = format!("fdtable#{}", 1);
+        let table = FdTable::new(&file_lock, &label, init.max_fds, &slots, embedded);
+        table.bits.exclusive(|b| {
+            for &(fd, _) in &init.fds {
+                alloc::set_open_bits(b, fd, false);
+            }
+        });
+        let fdt = tables.prealloc(table);
+        let mut ghost = Ghost::default();
+        for &(fd, f) in &init.fds {
+            let file = FileId {
+                obj: files[f],
+                gen: 1,
+            };
+            ghost.claims.insert(
+                fd,
+                vec![Claim::Installed {
+                    by: "init".into(),
+                    file,
+                }],
+            );
+            ghost.occupants.insert(fd, vec![file]);
+        }
+        let next_fd = (0..)
+            .find(|fd| !init.fds.iter().any(|(f, _)| f == fd))
+            .unwrap_or(0);
+        Fs {
+            flavor,
+            files: FilesStruct {
+                fdt: Atomic::with_format("files->fdt", fdt, table_label),
+                next_fd: Locked::new(&file_lock, next_fd),
+                resize_in_progress: Atomic::new("resize_in_progress", 0),
+                count: Atomic::new("files->count", 2),
+                file_lock,
+            },
+            tables,
+            filp,
+            filp_cachep: crate::sync::Mutex::new(),
+            rcu: Rcu::new(),
+            rlimit_nofile: Atomic::new("RLIMIT_NOFILE", u64::from(init.rlimit)),
+            ghost: GhostMutex::new(ghost),
+        }
+    }
+
+    /// The ghost log, for the model's own bookkeeping.
+    fn ghost(&self) -> MutexGuard<'_, Ghost> {
+        self.ghost.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The incarnation of file object `obj` right now (ghost).
+    pub fn file_id(&self, obj: ObjRef) -> FileId {
+        let gen = match self.filp.state(obj) {
+            ObjState::Live { gen } | ObjState::Freed { gen } => gen,
+        };
+        FileId { obj, gen }
+    }
+
+    /// files_fdtable() under file_lock (rcu_dereference_protected): only lock
+    /// holders write `files->fdt`, so the lock's happens-before edge makes
+    /// the latest value the one read; no scheduling point, no step.
+    fn files_fdtable_locked(&self) -> ObjRef {
+        self.files.fdt.peek()
+    }
+
+    /// The state the specs judge (ghost peeks only).
+    pub fn observe(&self) -> Observation {
+        let obj = self.files.fdt.peek();
+        let t = self.tables.peek(obj);
+        let live_files = self
+            .filp
+            .all()
+            .into_iter()
+            .filter_map(|(o, s)| match s {
+                ObjState::Live { gen } => {
+                    Some((FileId { obj: o, gen }, self.filp.peek(o).f_ref.peek()))
+                }
+                ObjState::Freed { .. } => None,
+            })
+            .collect();
+        Observation {
+            table: TableView {
+                obj,
+                max_fds: t.max_fds,
+                bits: t.bits.peek(|b| b.clone()),
+                slots: t.fd.iter().map(Atomic::peek).collect(),
+            },
+            next_fd: self.files.next_fd.peek(|n| *n),
+            rlimit: self.rlimit_nofile.peek() as u32,
+            ghost: self.ghost().clone(),
+            live_files,
+        }
+    }
+}
+
+/// setrlimit(RLIMIT_NOFILE, n) from another thread: a single store.
+pub fn do_prlimit(fs: &Fs, t: &Task, n: u32) {
+    let _f = t.enter("do_prlimit");
+    fs.rlimit_nofile.write_once(t, u64::from(n));
+}

@@ -156,6 +156,11 @@ impl Rcu {
     /// [`Rcu::gp_kthread`], or at the end of the execution).
     pub fn call_rcu(&self, t: &Task, what: &str, callback: impl FnOnce(&Task) + Send + 'static) {
         let _s = exec::atomic_section();
+        // The grace period that precedes the callback orders everything the
+        // caller did before call_rcu (full barriers on every CPU in the
+        // kernel); the fence plus the release ticket the GP kthread acquires
+        // give the callback that edge.
+        sync::fence(Ordering::SeqCst);
         let ticket = self.queued.fetch_add(1, Ordering::Release) + 1;
         ghost(&self.callbacks).push((ticket, Box::new(callback)));
         t.step(format!("call_rcu({what})"));
@@ -297,6 +302,14 @@ impl<T> Slab<T> {
         drop(st);
         t.step(format!("kmem_cache_alloc: {}", self.label(r)));
         r
+    }
+
+    /// Scenario set-up: an object that already exists when the execution
+    /// starts (allocated before any thread runs, so no step is recorded).
+    pub fn prealloc(&self, obj: T) -> ObjRef {
+        let mut st = ghost(&self.state);
+        st.objects.push((Arc::new(obj), Life::Live { gen: 1 }));
+        st.objects.len() as u64
     }
 
     /// Accesses an object: a use-after-free violation if it was freed (and,
