@@ -168,7 +168,7 @@ mod generated {
     #[test]
     fn pct_finds_bug_and_schedule_replays() {
         let m = model();
-        let v = m.variant("fget_skips_slot_recheck").unwrap();
+        let v = m.variant("fget-skips-slot-recheck").unwrap();
         let s = m.scenario("generated").unwrap();
         let mut c = Check::new(m, v, s, EngineKind::Pct);
         c.input = cve_bytes();

@@ -32,35 +32,35 @@ static VARIANTS: &[Variant] = &[
     },
     Variant {
         name: "pointer-only",
-        expected: Expected::Violates("no-double-alloc"),
+        expected: Expected::Violates("no_double_alloc"),
         witness: "irq",
         kernel: "mm/slub.c:__update_cpu_freelist_fast (v6.12) without the tid (the ABA of the seed thread)",
         about: "the cmpxchg compares the freelist pointer only: IRQ allocs A, allocs B, frees A; the stale CAS succeeds",
     },
     Variant {
         name: "shared-tid",
-        expected: Expected::Violates("freelist-integrity"),
+        expected: Expected::Violates("freelist_integrity"),
         witness: "migrate",
         kernel: "mm/slub.c:TID_STEP, init_tid (v6.12) with the !CONFIG_PREEMPTION encoding on a preemptible kernel",
         about: "tids are not CPU-unique: a migrated free's cmpxchg lands on the other CPU's equal pair",
     },
     Variant {
         name: "load-freelist-no-tid",
-        expected: Expected::Violates("tid-monotonic"),
+        expected: Expected::Violates("tid_monotonic"),
         witness: "slowpath",
         kernel: "mm/slub.c:___slab_alloc label load_freelist (v6.12) without next_tid",
         about: "the slow path replaces c->freelist but leaves c->tid as it was",
     },
     Variant {
         name: "flush-no-tid",
-        expected: Expected::Violates("tid-monotonic"),
+        expected: Expected::Violates("tid_monotonic"),
         witness: "flush",
         kernel: "mm/slub.c:flush_slab (v6.12) without next_tid",
         about: "a flush IPI empties c->freelist and leaves c->tid as it was",
     },
     Variant {
         name: "nolock-no-lock-check",
-        expected: Expected::Violates("no-double-alloc"),
+        expected: Expected::Violates("no_double_alloc"),
         witness: "nmi",
         kernel: "mm/slub.c:kmalloc_nolock (v6.18) without the local_lock_is_locked check (brief 5.5.5)",
         about: "an NMI's fast path pops the object the interrupted slow path is about to return",
@@ -74,14 +74,14 @@ static VARIANTS: &[Variant] = &[
     },
     Variant {
         name: "guzik-flag",
-        expected: Expected::Violates("no-double-alloc"),
+        expected: Expected::Violates("no_double_alloc"),
         witness: "irq",
         kernel: "Guzik, 15 Aug 2024 (proposal) with the marker as a set/clear flag",
         about: "the IRQ's own allocation clears the task's marker; its free then goes to the freelist: ABA",
     },
     Variant {
         name: "guzik-preemptible",
-        expected: Expected::Violates("freelist-integrity"),
+        expected: Expected::Violates("freelist_integrity"),
         witness: "migrate",
         kernel: "Guzik, 15 Aug 2024 (proposal) with preemption enabled in the fast paths",
         about: "no tid: a migrated free's 8-byte cmpxchg succeeds on the other CPU's equal (NULL) head",
@@ -95,14 +95,14 @@ static VARIANTS: &[Variant] = &[
     },
     Variant {
         name: "guzik-no-drain",
-        expected: Expected::Violates("no-stranded"),
+        expected: Expected::Violates("no_stranded"),
         witness: "guzik-drain",
         kernel: "Guzik, 15 Aug 2024 (proposal) without the fallback-list drain",
         about: "objects diverted to the fallback list are never allocated again",
     },
     Variant {
         name: "guzik-nmi",
-        expected: Expected::Violates("no-double-alloc"),
+        expected: Expected::Violates("no_double_alloc"),
         witness: "guzik-nmi",
         kernel: "Guzik, 15 Aug 2024 (proposal) + mm/slub.c:kmalloc_nolock (v6.18) NMI allocations",
         about: "an NMI landing in the task's IRQs-off drain drains the same fallback head",
@@ -189,7 +189,7 @@ static SCENARIOS: &[Scenario] = &[
 
 static INVARIANTS: &[Invariant] = &[
     Invariant {
-        name: "no-double-alloc",
+        name: "no_double_alloc",
         about: "no object is handed out twice, and no allocated object is on a freelist (S1)",
     },
     Invariant {
@@ -197,15 +197,15 @@ static INVARIANTS: &[Invariant] = &[
         about: "every object is on a list (freelists, slab freelists, fallback lists) or held: none lost",
     },
     Invariant {
-        name: "freelist-integrity",
+        name: "freelist_integrity",
         about: "each list is acyclic, on at most one list, and holds only objects of its CPU's slab (S2)",
     },
     Invariant {
-        name: "tid-monotonic",
+        name: "tid_monotonic",
         about: "c->tid never decreases, and every change of c->freelist comes with a larger tid (S3)",
     },
     Invariant {
-        name: "no-stranded",
+        name: "no_stranded",
         about: "after the threads finish, allocating until NULL on every CPU returns every free object (S7)",
     },
 ];
@@ -508,7 +508,7 @@ fn execute(variant: Code, plan: Plan) {
     drain(&slub, &cpus);
 }
 
-/// The final check of `no-stranded`: on every CPU, allocate until NULL;
+/// The final check of `no_stranded`: on every CPU, allocate until NULL;
 /// afterwards every object must be held by someone.
 fn drain(slub: &Slub, cpus: &Cpus) {
     let t = Task::new("drain", Context::Task);
@@ -531,7 +531,7 @@ fn drain(slub: &Slub, cpus: &Cpus) {
         .collect();
     exec::check_final(
         "drain",
-        "no-stranded",
+        "no_stranded",
         if stranded.is_empty() {
             Ok(())
         } else {
@@ -545,16 +545,16 @@ fn drain(slub: &Slub, cpus: &Cpus) {
 
 fn register(slub: &Arc<Slub>) {
     let s = slub.clone();
-    exec::invariant("no-double-alloc", move || no_double_alloc(&s.observe()));
+    exec::invariant("no_double_alloc", move || no_double_alloc(&s.observe()));
     let s = slub.clone();
     exec::invariant("conservation", move || conservation(&s.observe()));
     let s = slub.clone();
-    exec::invariant("freelist-integrity", move || {
+    exec::invariant("freelist_integrity", move || {
         freelist_integrity(&s.observe())
     });
     let s = slub.clone();
     let last: Mutex<Vec<Option<(u64, u64)>>> = Mutex::new(Vec::new());
-    exec::invariant("tid-monotonic", move || {
+    exec::invariant("tid_monotonic", move || {
         tid_monotonic(
             &s.observe(),
             &mut last.lock().unwrap_or_else(|p| p.into_inner()),
