@@ -12,7 +12,7 @@ use vfsmc::render::text_trace;
 use vfsmc_model::exec::{self, Context, Task};
 use vfsmc_model::kernel::atomic::Atomic;
 use vfsmc_model::kernel::spinlock::SpinLock;
-use vfsmc_specs::{Expected, Invariant, Model, Run, Scenario, Variant};
+use vfsmc_specs::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
 
 /// Test models: one variant per checker behaviour under test.
 struct Toy;
@@ -93,21 +93,17 @@ fn abba(a: &SpinLock, b: &SpinLock, t: &Task, first_a: bool) {
     let _gy = y.spin_lock(t);
 }
 
+static REGISTRY: Registry = Registry {
+    name: "toy",
+    about: "checker self-test models",
+    variants: VARIANTS,
+    scenarios: SCENARIOS,
+    invariants: INVARIANTS,
+};
+
 impl Model for Toy {
-    fn name(&self) -> &'static str {
-        "toy"
-    }
-    fn about(&self) -> &'static str {
-        "checker self-test models"
-    }
-    fn variants(&self) -> &'static [Variant] {
-        VARIANTS
-    }
-    fn scenarios(&self) -> &'static [Scenario] {
-        SCENARIOS
-    }
-    fn invariants(&self) -> &'static [Invariant] {
-        INVARIANTS
+    fn registry(&self) -> &'static Registry {
+        &REGISTRY
     }
 
     fn execute(&self, run: &Run) {

@@ -17,7 +17,7 @@ use vfsmc_model::fdtable::{
     Observation, NR_OPEN_DEFAULT, SYSCTL_NR_OPEN,
 };
 
-use crate::{Expected, Invariant, Model, Run, Scenario, Variant};
+use crate::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
 
 /// An fd argument: a number, or the last fd this thread obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -584,21 +584,17 @@ static INVARIANTS: &[Invariant] = &[
 /// The fd table model.
 pub struct Fdtable;
 
+static REGISTRY: Registry = Registry {
+    name: "fdtable",
+    about: "fs/file.c fd allocation (bitmap fast path), RCU table resize, lockless fget",
+    variants: VARIANTS,
+    scenarios: SCENARIOS,
+    invariants: INVARIANTS,
+};
+
 impl Model for Fdtable {
-    fn name(&self) -> &'static str {
-        "fdtable"
-    }
-    fn about(&self) -> &'static str {
-        "fs/file.c fd allocation (bitmap fast path), RCU table resize, lockless fget"
-    }
-    fn variants(&self) -> &'static [Variant] {
-        VARIANTS
-    }
-    fn scenarios(&self) -> &'static [Scenario] {
-        SCENARIOS
-    }
-    fn invariants(&self) -> &'static [Invariant] {
-        INVARIANTS
+    fn registry(&self) -> &'static Registry {
+        &REGISTRY
     }
 
     fn execute(&self, run: &Run) {

@@ -17,7 +17,7 @@ use vfsmc_model::exec::{self, Context, Task};
 use vfsmc_model::freelist::{obj_name, Holder, Observation, Setup, Slub, Variant as Code};
 use vfsmc_model::kernel::percpu::{Cpus, OnCpu};
 
-use crate::{Expected, Invariant, Model, Run, Scenario, Variant};
+use crate::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
 
 /// The `freelist` model.
 pub struct Freelist;
@@ -224,22 +224,19 @@ fn applies(variant: &str, scenario: &str) -> bool {
     }
 }
 
+static REGISTRY: Registry = Registry {
+    name: "freelist",
+    about: "mm/slub.c per-CPU ABA-safe freelist {freelist, tid} and Guzik's 8-byte proposal",
+    variants: VARIANTS,
+    scenarios: SCENARIOS,
+    invariants: INVARIANTS,
+};
+
 impl Model for Freelist {
-    fn name(&self) -> &'static str {
-        "freelist"
+    fn registry(&self) -> &'static Registry {
+        &REGISTRY
     }
-    fn about(&self) -> &'static str {
-        "mm/slub.c per-CPU ABA-safe freelist {freelist, tid} and Guzik's 8-byte proposal"
-    }
-    fn variants(&self) -> &'static [Variant] {
-        VARIANTS
-    }
-    fn scenarios(&self) -> &'static [Scenario] {
-        SCENARIOS
-    }
-    fn invariants(&self) -> &'static [Invariant] {
-        INVARIANTS
-    }
+
     fn scenarios_for(&self, v: &Variant) -> Vec<&'static Scenario> {
         match v.expected {
             Expected::Violates(_) => self.scenario(v.witness).into_iter().collect(),

@@ -76,13 +76,20 @@ pub struct Run {
     pub input: Vec<u8>,
 }
 
-/// A mechanism: its registry entries and how to run one execution.
+/// A model's entry in the registry: the manifest CI checks the engines
+/// against.
+pub struct Registry {
+    pub name: &'static str,
+    /// What the model mirrors, in one line.
+    pub about: &'static str,
+    pub variants: &'static [Variant],
+    pub scenarios: &'static [Scenario],
+    pub invariants: &'static [Invariant],
+}
+
+/// A mechanism: its registry entry and how to run one execution.
 pub trait Model: Send + Sync {
-    fn name(&self) -> &'static str;
-    fn about(&self) -> &'static str;
-    fn variants(&self) -> &'static [Variant];
-    fn scenarios(&self) -> &'static [Scenario];
-    fn invariants(&self) -> &'static [Invariant];
+    fn registry(&self) -> &'static Registry;
 
     /// One execution of `run`: build the initial state, spawn the threads,
     /// register invariants and the observer, join, check the final state.
@@ -96,6 +103,22 @@ pub trait Model: Send + Sync {
     /// this reason, never silently skipped.
     fn engine_limit(&self, _variant: &str, _engine: &str) -> Option<&'static str> {
         None
+    }
+
+    fn name(&self) -> &'static str {
+        self.registry().name
+    }
+    fn about(&self) -> &'static str {
+        self.registry().about
+    }
+    fn variants(&self) -> &'static [Variant] {
+        self.registry().variants
+    }
+    fn scenarios(&self) -> &'static [Scenario] {
+        self.registry().scenarios
+    }
+    fn invariants(&self) -> &'static [Invariant] {
+        self.registry().invariants
     }
 
     fn variant(&self, name: &str) -> Option<&'static Variant> {

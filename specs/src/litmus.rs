@@ -27,7 +27,7 @@ use vfsmc_model::kernel::atomic::{
 use vfsmc_model::kernel::rcu::Rcu;
 use vfsmc_model::kernel::spinlock::SpinLock;
 
-use crate::{Expected, Invariant, Model, Run, Scenario, Variant};
+use crate::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
 
 /// `&x` as stored in a pointer location.
 pub const PTR_X: u64 = 1;
@@ -1029,30 +1029,26 @@ static VARIANTS: LazyLock<Vec<Variant>> = LazyLock::new(|| TESTS.iter().map(vari
 /// The litmus model: one variant per test.
 pub struct Litmus;
 
+static REGISTRY: LazyLock<Registry> = LazyLock::new(|| Registry {
+    name: "litmus",
+    about: "the kernel's memory-model litmus tests, judged against the primitives",
+    variants: &VARIANTS,
+    scenarios: &[Scenario {
+        name: "litmus",
+        about: "the test's own threads, from the test's initial state",
+        goals: &[],
+        loom_bound: None,
+        generated: false,
+    }],
+    invariants: &[Invariant {
+        name: "exists",
+        about: "the test's exists clause is never satisfied",
+    }],
+});
+
 impl Model for Litmus {
-    fn name(&self) -> &'static str {
-        "litmus"
-    }
-    fn about(&self) -> &'static str {
-        "the kernel's memory-model litmus tests, judged against the primitives"
-    }
-    fn variants(&self) -> &'static [Variant] {
-        &VARIANTS
-    }
-    fn scenarios(&self) -> &'static [Scenario] {
-        &[Scenario {
-            name: "litmus",
-            about: "the test's own threads, from the test's initial state",
-            goals: &[],
-            loom_bound: None,
-            generated: false,
-        }]
-    }
-    fn invariants(&self) -> &'static [Invariant] {
-        &[Invariant {
-            name: "exists",
-            about: "the test's exists clause is never satisfied",
-        }]
+    fn registry(&self) -> &'static Registry {
+        &REGISTRY
     }
 
     fn engine_limit(&self, variant: &str, engine: &str) -> Option<&'static str> {

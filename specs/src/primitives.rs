@@ -31,7 +31,7 @@ use vfsmc_model::kernel::sleeping;
 use vfsmc_model::kernel::spinlock::{Locked, SpinLock};
 use vfsmc_model::sync;
 
-use crate::{Expected, Invariant, Model, Run, Scenario, Variant};
+use crate::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
 
 /// Which primitive is misused, if any.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -286,27 +286,22 @@ static INVARIANTS: &[Invariant] = &[
 /// The primitives model.
 pub struct Primitives;
 
+static REGISTRY: Registry = Registry {
+    name: "primitives",
+    about: "the kernel primitives used correctly and misused once each; seqcount-retry-without-rmb and seqcount-begin-without-wmb are weak-memory bugs found by loom only",
+    variants: VARIANTS,
+    scenarios: SCENARIOS,
+    invariants: INVARIANTS,
+};
+
 impl Model for Primitives {
+    fn registry(&self) -> &'static Registry {
+        &REGISTRY
+    }
     fn engine_limit(&self, variant: &str, engine: &str) -> Option<&'static str> {
         (engine != "loom" && LOOM_ONLY.contains(&variant)).then_some(
             "a weak-memory bug: shuttle and real threads on x86 are too strong to show it",
         )
-    }
-
-    fn name(&self) -> &'static str {
-        "primitives"
-    }
-    fn about(&self) -> &'static str {
-        "the kernel primitives used correctly and misused once each; seqcount-retry-without-rmb and seqcount-begin-without-wmb are weak-memory bugs found by loom only"
-    }
-    fn variants(&self) -> &'static [Variant] {
-        VARIANTS
-    }
-    fn scenarios(&self) -> &'static [Scenario] {
-        SCENARIOS
-    }
-    fn invariants(&self) -> &'static [Invariant] {
-        INVARIANTS
     }
 
     fn execute(&self, run: &Run) {
