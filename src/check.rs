@@ -375,3 +375,50 @@ pub fn invariant_witnesses(
         })
         .collect()
 }
+
+/// What [`verdict_table`] found.
+pub struct VerdictTable {
+    /// Every report, in registry order.
+    pub reports: Vec<Report>,
+    /// The full text of each report whose verdict differs from the registry.
+    pub disagreements: Vec<String>,
+}
+
+/// Runs `checks`, printing each summary, and compares every verdict with the
+/// registry. A check whose engine cannot judge its variant
+/// ([`Check::engine_limit`]) is run and printed with the reason, not judged.
+pub fn verdict_table(checks: impl IntoIterator<Item = Check>) -> VerdictTable {
+    let mut table = VerdictTable {
+        reports: Vec::new(),
+        disagreements: Vec::new(),
+    };
+    for c in checks {
+        let r = c
+            .run()
+            .expect("a registry check searches, it does not replay");
+        println!("{}  [expected {}]", r.summary(), r.expected);
+        match c.engine_limit() {
+            Some(why) => println!("  (not judged by {}: {why})", c.engine),
+            None if !r.matches_expected() => table.disagreements.push(r.text()),
+            None => {}
+        }
+        table.reports.push(r);
+    }
+    table
+}
+
+/// The shortest trace of each invariant's witness ([`invariant_witnesses`]),
+/// rendered for a snapshot. An error names a witness whose verdict differs
+/// from the registry, with its report.
+pub fn witness_traces(model: &'static dyn Model) -> Result<Vec<(&'static str, String)>, String> {
+    invariant_witnesses(model)?
+        .into_iter()
+        .map(|(invariant, c)| {
+            let r = c.run()?;
+            match (&r.record, r.matches_expected()) {
+                (Some(record), true) => Ok((invariant, render::text_trace(record))),
+                _ => Err(r.text()),
+            }
+        })
+        .collect()
+}

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
-use vfsmc::check::{self, invariant_witnesses, registry_checks, Check, Report, Verdict};
+use vfsmc::check::{self, registry_checks, Check, Report, Verdict};
 use vfsmc::engine::{self, EngineKind};
 use vfsmc::render::text_trace;
 use vfsmc_model::exec::Counter;
@@ -34,27 +34,20 @@ fn pct(mut c: Check) -> Check {
 }
 
 fn verdict_table(engine: EngineKind) -> Vec<Report> {
-    let reports: Vec<Report> = registry_checks(model(), engine)
-        .into_iter()
-        .map(|c| {
-            let c = if engine == EngineKind::Pct { pct(c) } else { c };
-            c.run().expect("registry checks run")
-        })
-        .collect();
-    for r in &reports {
-        println!("{}  [expected {}]", r.summary(), r.expected);
-    }
-    let wrong: Vec<String> = reports
-        .iter()
-        .filter(|r| !r.matches_expected())
-        .map(Report::text)
-        .collect();
+    let checks = registry_checks(model(), engine).into_iter().map(|c| {
+        if engine == EngineKind::Pct {
+            pct(c)
+        } else {
+            c
+        }
+    });
+    let table = check::verdict_table(checks);
     assert!(
-        wrong.is_empty(),
+        table.disagreements.is_empty(),
         "verdicts differ from the registry:\n{}",
-        wrong.join("\n")
+        table.disagreements.join("\n")
     );
-    reports
+    table.reports
 }
 
 /// loom: every holding variant is proved on every scenario that applies
@@ -78,11 +71,8 @@ fn verdict_table_pct() {
 /// fewest preemptions) is the reviewed shortest trace.
 #[test]
 fn shortest_trace_per_invariant() {
-    for (invariant, c) in invariant_witnesses(model()).unwrap() {
-        let r = c.run().expect("loom runs");
-        assert!(r.matches_expected(), "{}", r.text());
-        let record = r.record.expect("a violation carries its trace");
-        insta::assert_snapshot!(format!("freelist__{invariant}"), text_trace(&record));
+    for (invariant, trace) in check::witness_traces(model()).unwrap_or_else(|e| panic!("{e}")) {
+        insta::assert_snapshot!(format!("freelist__{invariant}"), trace);
     }
 }
 

@@ -136,18 +136,9 @@ impl Slub {
                 kc.irq_freelist.write_once(c, obj);
                 break;
             }
-            let head = kc.read_freelist(c);
-            c.window();
-            self.set_freepointer(c, obj, head);
-            c.window();
-            if c.this_cpu() != cpu {
-                c.tracepoint("migrated-in-free-fastpath");
-            }
-            if self.cpus[c.this_cpu()].update_freelist_fast(c, (head, 0), (obj, 0)) {
+            if self.push_freelist_fast(c, cpu, obj, (0, 0)) {
                 break;
             }
-            c.tracepoint("cmpxchg-retry");
-            c.window();
         }
         if self.pinned() {
             c.preempt_enable();

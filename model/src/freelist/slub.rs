@@ -68,20 +68,38 @@ impl Slub {
                 self.__slab_free(c, obj);
                 return;
             }
-            let head = kc.read_freelist(c);
-            c.window();
-            self.set_freepointer(c, obj, head);
-            c.window();
-            if c.this_cpu() != cpu {
-                c.tracepoint("migrated-in-free-fastpath");
-            }
-            let here = &self.cpus[c.this_cpu()];
-            if here.update_freelist_fast(c, (head, tid), (obj, self.next_tid(tid))) {
+            if self.push_freelist_fast(c, cpu, obj, (tid, self.next_tid(tid))) {
                 return;
             }
-            c.tracepoint("cmpxchg-retry");
-            c.window();
         }
+    }
+
+    /// The link-and-swing half of a lockless free (mm/slub.c:do_slab_free,
+    /// v6.12; the proposal's free does the same with no tid): read `cpu`'s
+    /// freelist head, store it in `obj`'s free pointer, then swing the head
+    /// to `obj` with one CPU-local cmpxchg on whatever CPU the task is on by
+    /// then, the tid going `tids.0`→`tids.1`. False: the pair moved or the
+    /// task migrated, and the caller retries.
+    pub(super) fn push_freelist_fast(
+        &self,
+        c: &OnCpu,
+        cpu: usize,
+        obj: u64,
+        tids: (u64, u64),
+    ) -> bool {
+        let head = self.cpus[cpu].read_freelist(c);
+        c.window();
+        self.set_freepointer(c, obj, head);
+        c.window();
+        if c.this_cpu() != cpu {
+            c.tracepoint("migrated-in-free-fastpath");
+        }
+        if self.cpus[c.this_cpu()].update_freelist_fast(c, (head, tids.0), (obj, tids.1)) {
+            return true;
+        }
+        c.tracepoint("cmpxchg-retry");
+        c.window();
+        false
     }
 
     /// mm/slub.c:__slab_free (v6.12), the remote free: push the object onto
