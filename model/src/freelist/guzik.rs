@@ -50,19 +50,9 @@ impl Slub {
             if object == NULL {
                 break None;
             }
-            self.hold(c, object, Holder::InHand);
-            c.window();
-            let next = self.get_freepointer_safe(c, object);
-            c.window();
-            if self.ops_on(c.this_cpu()) != seen || c.this_cpu() != cpu {
-                c.tracepoint("interrupted-alloc-fastpath");
-            }
-            if self.cpus[c.this_cpu()].update_freelist_fast(c, (object, 0), (next, 0)) {
+            if self.pop_freelist_fast(c, cpu, (object, seen), (0, 0)) {
                 break Some(object);
             }
-            self.unhold(c, object, Holder::InHand);
-            c.tracepoint("cmpxchg-retry");
-            c.window();
         };
         if got.is_none() {
             c.window();

@@ -35,22 +35,41 @@ impl Slub {
                 c.window();
                 return self.__slab_alloc(c);
             }
-            self.hold(c, object, Holder::InHand);
-            c.window();
-            let next = self.get_freepointer_safe(c, object);
-            c.window();
-            if self.ops_on(c.this_cpu()) != seen || c.this_cpu() != cpu {
-                c.tracepoint("interrupted-alloc-fastpath");
-            }
-            let here = &self.cpus[c.this_cpu()];
-            if here.update_freelist_fast(c, (object, tid), (next, self.next_tid(tid))) {
+            if self.pop_freelist_fast(c, cpu, (object, seen), (tid, self.next_tid(tid))) {
                 self.handed_out(c, object);
                 return Some(object);
             }
-            self.unhold(c, object, Holder::InHand);
-            c.tracepoint("cmpxchg-retry");
-            c.window();
         }
+    }
+
+    /// The speculative half of a lockless alloc (mm/slub.c:__slab_alloc_node,
+    /// v6.12; the proposal's G2–G3 do the same with no tid): `object` was read
+    /// as `cpu`'s freelist head after `seen` operations there. Read its free
+    /// pointer speculatively (get_freepointer_safe), then swing the head to
+    /// that pointer with one CPU-local cmpxchg on whatever CPU the task is on
+    /// by then, the tid going `tids.0`→`tids.1`. False: the pair moved or the
+    /// task migrated; the object is let go and the caller retries.
+    pub(super) fn pop_freelist_fast(
+        &self,
+        c: &OnCpu,
+        cpu: usize,
+        (object, seen): (u64, u64),
+        tids: (u64, u64),
+    ) -> bool {
+        self.hold(c, object, Holder::InHand);
+        c.window();
+        let next = self.get_freepointer_safe(c, object);
+        c.window();
+        if self.ops_on(c.this_cpu()) != seen || c.this_cpu() != cpu {
+            c.tracepoint("interrupted-alloc-fastpath");
+        }
+        if self.cpus[c.this_cpu()].update_freelist_fast(c, (object, tids.0), (next, tids.1)) {
+            return true;
+        }
+        self.unhold(c, object, Holder::InHand);
+        c.tracepoint("cmpxchg-retry");
+        c.window();
+        false
     }
 
     /// mm/slub.c:do_slab_free (v6.12), the lockless free fast path: note the
