@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use vfsmc_model::exec::{OpCost, Record};
+use vfsmc_model::driver::{OpCost, Record};
 use vfsmc_specs::{Expected, Model, Run, Scenario, Variant};
 
 use crate::engine::{self, Body, Budget, EngineKind, Exploration};
@@ -131,7 +131,7 @@ impl Check {
             self.scenario
                 .goals
                 .iter()
-                .filter(|g| !e.reached.contains(**g))
+                .filter(|g| !e.reached.contains(*g))
                 .map(|g| g.to_string())
                 .collect()
         } else {
@@ -189,18 +189,15 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 /// fingerprint is stale and fails loudly.
 pub fn fingerprint(model: &'static dyn Model, run: &Run) -> String {
     let seq = engine::sequential(body_for(model, run.clone()));
-    let mut text = format!("scheduling points: {}\n", seq.scheduling_points);
-    for e in &seq.record.events {
-        text.push_str(&format!(
-            "{}|{}|{}|{}\n",
-            e.thread, e.context, e.func, e.effect
-        ));
+    let mut bytes = (seq.scheduling_points as u64).to_le_bytes().to_vec();
+    for step in &seq.record.steps {
+        render::encode(step, &seq.record, &mut bytes);
     }
-    format!("{:016x}", fnv1a(text.as_bytes()))
+    format!("{:016x}", fnv1a(&bytes))
 }
 
 /// Cost per operation in the canonical sequential execution.
-pub fn costs(model: &'static dyn Model, run: &Run) -> BTreeMap<String, OpCost> {
+pub fn costs(model: &'static dyn Model, run: &Run) -> BTreeMap<&'static str, OpCost> {
     engine::sequential(body_for(model, run.clone()))
         .record
         .costs

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use vfsmc_model::exec::{Counter, OpCost};
+use vfsmc_model::driver::OpCost;
+use vfsmc_model::exec::Counter;
 use vfsmc_specs::{Expected, Model, Run, Scenario, Variant};
 
 use crate::check::{self, Check, Report, Verdict};
@@ -544,7 +545,7 @@ fn bench_throughput(
 }
 
 fn per_call(c: &OpCost, k: Counter) -> f64 {
-    let n = c.counters.get(&k).copied().unwrap_or(0) as f64;
+    let n = c.get(k) as f64;
     if c.calls == 0 {
         n
     } else {
@@ -574,7 +575,7 @@ fn diff(model: &str, a: &str, b: &str, scenario: Option<&str>) -> Out<i32> {
             "{:<22} {:<15} {:>12} {:>12}",
             "operation", "counter", va.name, vb.name
         );
-        let ops: std::collections::BTreeSet<&String> = ca.keys().chain(cb.keys()).collect();
+        let ops: std::collections::BTreeSet<&&str> = ca.keys().chain(cb.keys()).collect();
         let empty = OpCost::default();
         for op in ops {
             let (x, y) = (ca.get(op).unwrap_or(&empty), cb.get(op).unwrap_or(&empty));

@@ -21,8 +21,7 @@ use shuttle::scheduler::{
     DfsScheduler, PctScheduler, RandomScheduler, ReplayScheduler, Schedule, Scheduler, Task, TaskId,
 };
 use shuttle_engine::scheduler::serialization::{deserialize_schedule, serialize_schedule};
-use vfsmc_model::exec::{self, Exec, Record};
-use vfsmc_model::sync::{with_backend, Backend};
+use vfsmc_model::driver::{with_backend, Backend, Record, Session};
 
 use crate::quiet;
 
@@ -125,48 +124,54 @@ pub struct Exploration {
     /// loom: the preemption bound of the deciding run (`None`: unbounded).
     pub preemption_bound: Option<usize>,
     pub failure: Option<Failure>,
-    pub reached: BTreeSet<String>,
+    pub reached: BTreeSet<&'static str>,
 }
 
 /// One execution of a check, as an engine calls it.
 pub type Body = Arc<dyn Fn() + Send + Sync>;
 
-#[derive(Default)]
 struct Collector {
     executions: usize,
-    reached: BTreeSet<String>,
-    current: Option<Exec>,
+    reached: BTreeSet<&'static str>,
+    /// The search's execution state, reused by every execution.
+    session: Session,
+}
+
+impl Collector {
+    fn new() -> Arc<Mutex<Collector>> {
+        Arc::new(Mutex::new(Collector {
+            executions: 0,
+            reached: BTreeSet::new(),
+            session: Session::new(true),
+        }))
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Wraps `body` so each execution gets a fresh [`Exec`] and its results are
-/// collected outside the engine.
+/// Wraps `body` so each execution starts afresh in the search's session and
+/// its results are collected outside the engine.
 fn instrument(body: Body, col: Arc<Mutex<Collector>>) -> impl Fn() + Send + Sync + 'static {
+    let session = lock(&col).session.clone();
     move || {
-        let (exec, _current) = Exec::begin();
-        {
-            let mut c = lock(&col);
-            c.executions += 1;
-            c.current = Some(exec.clone());
-        }
+        let _running = session.begin();
+        lock(&col).executions += 1;
         body();
-        let reached = exec.reached();
-        lock(&col).reached.extend(reached);
+        session.reached_into(&mut lock(&col).reached);
     }
 }
 
 /// Turns an engine's panic into the failing execution's record.
 fn failure_record(col: &Mutex<Collector>, payload: Box<dyn std::any::Any + Send>) -> Record {
-    let exec = lock(col).current.clone().unwrap_or_default();
-    if exec.violation().is_none() {
+    let session = lock(col).session.clone();
+    if session.violation().is_none() {
         let msg = panic_message(&payload);
         let invariant = classify_engine_panic(&msg);
-        exec::record_engine_failure(&exec, invariant, msg);
+        session.record_engine_failure(invariant, msg);
     }
-    exec.record()
+    session.record()
 }
 
 fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
@@ -224,7 +229,7 @@ fn loom_bounds(budget: &Budget) -> Vec<Option<usize>> {
 fn explore_loom(budget: &Budget, body: Body) -> Exploration {
     let mut last = Exploration::default();
     for bound in loom_bounds(budget) {
-        let col = Arc::new(Mutex::new(Collector::default()));
+        let col = Collector::new();
         let f = instrument(body.clone(), col.clone());
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = bound;
@@ -360,11 +365,14 @@ fn run_shuttle<S: Scheduler + 'static>(sched: S, body: Body) -> Exploration {
     run_shuttle_counted(sched, body).0
 }
 
-/// [`run_shuttle`], also returning the scheduling points of the last
-/// execution.
-fn run_shuttle_counted<S: Scheduler + 'static>(sched: S, body: Body) -> (Exploration, usize) {
+/// [`run_shuttle`], also returning the scheduling points and the record of
+/// the last execution.
+fn run_shuttle_counted<S: Scheduler + 'static>(
+    sched: S,
+    body: Body,
+) -> (Exploration, usize, Record) {
     let rec = Arc::new(Mutex::new(Recorded::default()));
-    let col = Arc::new(Mutex::new(Collector::default()));
+    let col = Collector::new();
     let f = instrument(body, col.clone());
     let runner = shuttle::Runner::new(
         Recording {
@@ -398,7 +406,8 @@ fn run_shuttle_counted<S: Scheduler + 'static>(sched: S, body: Body) -> (Explora
         });
     }
     let points = lock(&rec).schedule.as_ref().map_or(0, Schedule::len);
-    (out, points)
+    let last = lock(&col).session.record();
+    (out, points, last)
 }
 
 fn explore_shuttle<S: Scheduler + 'static>(
@@ -516,17 +525,11 @@ pub struct Sequential {
 
 /// Runs the canonical sequential execution of `body`.
 pub fn sequential(body: Body) -> Sequential {
-    let slot: Arc<Mutex<Option<Record>>> = Arc::default();
-    let s2 = slot.clone();
-    let wrapped: Body = Arc::new(move || {
-        body();
-        *lock(&s2) = Some(exec::current_record());
-    });
-    let (e, scheduling_points) =
-        quiet::quietly(|| run_shuttle_counted(Guided { started: false }, wrapped));
+    let (e, scheduling_points, last) =
+        quiet::quietly(|| run_shuttle_counted(Guided { started: false }, body));
     let record = match e.failure {
         Some(f) => f.record,
-        None => lock(&slot).take().unwrap_or_default(),
+        None => last,
     };
     Sequential {
         record,
@@ -535,7 +538,7 @@ pub fn sequential(body: Body) -> Sequential {
 }
 
 fn explore_stress(budget: &Budget, body: Body) -> Exploration {
-    let col = Arc::new(Mutex::new(Collector::default()));
+    let col = Collector::new();
     let f = instrument(body, col.clone());
     let mut out = Exploration::default();
     for _ in 0..budget.iterations {

@@ -70,7 +70,7 @@ fn install() {
         shuttle::Runner::new(shuttle::scheduler::RandomScheduler::new(1), config).run(|| {});
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let searching = DEPTH.with(Cell::get) > 0 || vfsmc_model::exec::active();
+            let searching = DEPTH.with(Cell::get) > 0 || vfsmc_model::driver::active();
             if !searching {
                 previous(info);
             }

@@ -1,13 +1,175 @@
 //! Trace renderers: plain text that fits 80 columns with one column per
-//! thread (pasteable into a mailing-list reply), and JSON for tools.
-//! Nothing here depends on addresses, time or hash order.
+//! thread (pasteable into a mailing-list reply), JSON for tools, and the
+//! canonical byte encoding the corpus fingerprint hashes. Models record
+//! steps as data (`vfsmc_model::trace`); this is the only place that puts
+//! them into words. Nothing here depends on addresses, time or hash order.
 
 use serde_json::{json, Value};
-use vfsmc_model::exec::{Event, Record};
+use vfsmc_model::driver::Record;
+use vfsmc_model::trace::{CpuEvent, Effect, LockOp, Note, Part, Show, Step, Val};
 
 /// Total width of a text trace.
 pub const WIDTH: usize = 80;
 const STEP_W: usize = 4;
+
+/// A value in words.
+pub fn val(v: Val) -> String {
+    match v.show {
+        Show::Dec => v.raw.to_string(),
+        Show::Pair { lo_bits } => {
+            let mask = (1u64 << lo_bits) - 1;
+            format!("{{{}, {}}}", v.raw & mask, v.raw >> lo_bits)
+        }
+        Show::Bits { nbits, word_bits } => bits(v.raw, nbits, word_bits),
+        Show::Bool => (v.raw != 0).to_string(),
+        Show::With(f) => f(v.raw),
+    }
+}
+
+/// A bitmap as the kernel's docs draw it: words lowest first, each word's
+/// bit 0 first, words separated by a space (`1110 0000`).
+fn bits(raw: u64, nbits: u8, word_bits: u8) -> String {
+    let mut out = String::new();
+    for b in 0..nbits {
+        if b > 0 && b % word_bits == 0 {
+            out.push(' ');
+        }
+        out.push(if raw >> b & 1 == 1 { '1' } else { '0' });
+    }
+    out
+}
+
+fn note(n: &Note) -> String {
+    let mut out = String::new();
+    let mut args = n.args.iter().flatten();
+    let mut rest = n.text;
+    while let Some(i) = rest.find("{}") {
+        out.push_str(&rest[..i]);
+        out.push_str(&args.next().map(|v| val(*v)).unwrap_or_default());
+        rest = &rest[i + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn part(p: &Part) -> String {
+    match *p {
+        Part::SetBit { map, word, bit } => format!("{map}[{word}] |= 1<<{bit}"),
+        Part::ClearBit { map, word, bit } => format!("{map}[{word}] &= ~(1<<{bit})"),
+        Part::Store { var, old, new } => format!("{var} {}→{}", val(old), val(new)),
+        Part::Assign { var, val: v } => format!("{var} = {}", val(v)),
+    }
+}
+
+fn cpu_event(e: CpuEvent) -> String {
+    match e {
+        CpuEvent::IrqEnter { cpu } => format!("irq_enter() on cpu{cpu}"),
+        CpuEvent::IrqExit => "irq_exit()".to_string(),
+        CpuEvent::NmiEnter { cpu } => format!("nmi_enter() on cpu{cpu}"),
+        CpuEvent::NmiExit => "nmi_exit()".to_string(),
+        CpuEvent::LocalIrqSave => "local_irq_save()".to_string(),
+        CpuEvent::LocalIrqRestore => "local_irq_restore()".to_string(),
+        CpuEvent::MigrationRequest { cpu } => format!("request migration to cpu{cpu}"),
+        CpuEvent::Migrated { from, to } => format!("preempted, migrated cpu{from}→cpu{to}"),
+    }
+}
+
+/// A CPU event as data: its kernel function and the CPUs it names.
+fn cpu_fields(e: CpuEvent) -> (&'static str, Vec<u8>) {
+    match e {
+        CpuEvent::IrqEnter { cpu } => ("irq_enter", vec![cpu]),
+        CpuEvent::IrqExit => ("irq_exit", vec![]),
+        CpuEvent::NmiEnter { cpu } => ("nmi_enter", vec![cpu]),
+        CpuEvent::NmiExit => ("nmi_exit", vec![]),
+        CpuEvent::LocalIrqSave => ("local_irq_save", vec![]),
+        CpuEvent::LocalIrqRestore => ("local_irq_restore", vec![]),
+        CpuEvent::MigrationRequest { cpu } => ("migration_request", vec![cpu]),
+        CpuEvent::Migrated { from, to } => ("migrated", vec![from, to]),
+    }
+}
+
+/// The threads in `mask` (one bit per trace column), by name.
+fn threads_in(mask: u32, record: &Record) -> Vec<&'static str> {
+    (0..32)
+        .filter(|i| mask >> i & 1 == 1)
+        .map(|i| record.threads.get(i).copied().unwrap_or("?"))
+        .collect()
+}
+
+/// A step's effect in the kernel's words, e.g. `spin_lock(file_lock)` or
+/// `cmpxchg(file#1.f_count, 2→3) ok`.
+pub fn effect(e: &Effect, record: &Record) -> String {
+    match *e {
+        Effect::Load { how, var, val: v } => format!("{how}({var}) = {}", val(v)),
+        Effect::Store { var, old, new } => format!("{var} {}→{}", val(old), val(new)),
+        Effect::Rmw { op, var, old, new } => format!("{op}({var}) {}→{}", val(old), val(new)),
+        Effect::Cmpxchg {
+            op,
+            var,
+            old,
+            new,
+            ok,
+            seen,
+        } => {
+            let outcome = if ok {
+                "ok".to_string()
+            } else {
+                format!("failed, saw {}", val(seen))
+            };
+            format!("{op}({var}, {}→{}) {outcome}", val(old), val(new))
+        }
+        Effect::Fence(name) => format!("{name}()"),
+        Effect::Lock { op, lock, .. } => match op {
+            LockOp::SpinTrylockBusy => format!("spin_trylock({lock}) busy"),
+            _ => format!("{}({lock})", op.func()),
+        },
+        Effect::LockTest { lock, locked } => format!("spin_is_locked({lock}) = {locked}"),
+        Effect::RcuRead { lock: true } => "rcu_read_lock()".to_string(),
+        Effect::RcuRead { lock: false } => "rcu_read_unlock()".to_string(),
+        Effect::GracePeriod { gp, waited: 0 } => format!("synchronize_rcu() gp {gp}, no readers"),
+        Effect::GracePeriod { gp, waited } => format!(
+            "synchronize_rcu() gp {gp}, waited for {}",
+            threads_in(waited, record).join(", ")
+        ),
+        Effect::CallRcu { func: Some(f), obj } => format!("call_rcu({f}({}))", val(obj)),
+        Effect::CallRcu { func: None, obj } => format!("call_rcu({})", val(obj)),
+        Effect::Alloc {
+            cache,
+            obj,
+            recycled_gen,
+        } => match recycled_gen {
+            Some(gen) => format!("kmem_cache_alloc: {cache}#{obj} recycled (gen {gen})"),
+            None => format!("kmem_cache_alloc: {cache}#{obj}"),
+        },
+        Effect::Free { cache, obj } => format!("kmem_cache_free({cache}#{obj})"),
+        Effect::Cpu(c) => cpu_event(c),
+        Effect::Update { scope, parts } => {
+            let text: Vec<String> = parts.iter().map(part).collect();
+            match scope {
+                Some(s) => format!("{s}: {}", text.join("; ")),
+                None => text.join("; "),
+            }
+        }
+        Effect::Return(v) => format!("return {}", val(v)),
+        Effect::Note(n) => note(&n),
+    }
+}
+
+fn thread(step: &Step, record: &Record) -> &'static str {
+    record
+        .threads
+        .get(usize::from(step.thread))
+        .copied()
+        .unwrap_or("?")
+}
+
+/// "task cpu0", or empty for models without CPUs.
+fn context(step: &Step) -> String {
+    match step.cpu {
+        Some(cpu) => format!("{} cpu{cpu}", step.context.name()),
+        None => String::new(),
+    }
+}
 
 fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
@@ -57,25 +219,24 @@ fn row(step: &str, cells: &[String], col_w: usize) -> String {
     line.trim_end().to_string()
 }
 
-fn columns(record: &Record) -> Vec<String> {
-    let mut cols: Vec<String> = record
-        .columns
-        .iter()
-        .filter(|c| record.events.iter().any(|e| &e.thread == *c))
-        .cloned()
+/// The trace columns: threads that took a step, in spawn order.
+fn columns(record: &Record) -> Vec<u8> {
+    let mut cols: Vec<u8> = (0..record.threads.len() as u8)
+        .filter(|c| record.steps.iter().any(|s| s.thread == *c))
         .collect();
-    for e in &record.events {
-        if !cols.contains(&e.thread) {
-            cols.push(e.thread.clone());
+    for s in &record.steps {
+        if !cols.contains(&s.thread) {
+            cols.push(s.thread);
         }
     }
     cols
 }
 
-fn header(col: &str, events: &[Event]) -> String {
-    match events.iter().find(|e| e.thread == col) {
-        Some(e) if !e.context.is_empty() => format!("{col} ({})", e.context),
-        _ => col.to_string(),
+fn header(col: u8, record: &Record) -> String {
+    let name = record.threads.get(usize::from(col)).copied().unwrap_or("?");
+    match record.steps.iter().find(|s| s.thread == col) {
+        Some(s) if s.cpu.is_some() => format!("{name} ({})", context(s)),
+        _ => name.to_string(),
     }
 }
 
@@ -86,20 +247,20 @@ pub fn text_trace(record: &Record) -> String {
     let ncols = cols.len().max(1);
     let col_w = (WIDTH - STEP_W - (ncols - 1)) / ncols;
     let mut out = Vec::new();
-    let heads: Vec<String> = cols.iter().map(|c| header(c, &record.events)).collect();
+    let heads: Vec<String> = cols.iter().map(|&c| header(c, record)).collect();
     out.push(row("", &heads, col_w));
     out.push("-".repeat(WIDTH));
     let mut last_func: Vec<Option<&str>> = vec![None; ncols];
-    for (n, e) in record.events.iter().enumerate() {
-        let i = cols.iter().position(|c| *c == e.thread).unwrap_or(0);
+    for (n, s) in record.steps.iter().enumerate() {
+        let i = cols.iter().position(|c| *c == s.thread).unwrap_or(0);
         let mut lines = Vec::new();
-        if last_func[i] != Some(e.func.as_str()) {
-            if e.func != "-" {
-                lines.push(format!("{}:", e.func));
+        if last_func[i] != Some(s.func) {
+            if s.func != "-" {
+                lines.push(format!("{}:", s.func));
             }
-            last_func[i] = Some(e.func.as_str());
+            last_func[i] = Some(s.func);
         }
-        for l in wrap(&e.effect, col_w - 1) {
+        for l in wrap(&effect(&s.effect, record), col_w - 1) {
             lines.push(format!(" {l}"));
         }
         for (k, l) in lines.into_iter().enumerate() {
@@ -136,19 +297,86 @@ pub fn text_trace(record: &Record) -> String {
     out.join("\n") + "\n"
 }
 
-/// The trace as JSON: one object per step, then the violation.
+fn val_json(v: Val) -> Value {
+    json!({ "raw": v.raw, "shown": val(v) })
+}
+
+/// The typed fields of an effect, for tools.
+pub fn effect_json(e: &Effect, record: &Record) -> Value {
+    match *e {
+        Effect::Load { how, var, val: v } => {
+            json!({ "kind": "load", "how": how, "var": var, "value": val_json(v) })
+        }
+        Effect::Store { var, old, new } => {
+            json!({ "kind": "store", "var": var, "old": val_json(old), "new": val_json(new) })
+        }
+        Effect::Rmw { op, var, old, new } => json!({
+            "kind": "rmw", "op": op, "var": var, "old": val_json(old), "new": val_json(new)
+        }),
+        Effect::Cmpxchg {
+            op,
+            var,
+            old,
+            new,
+            ok,
+            seen,
+        } => json!({
+            "kind": "cmpxchg", "op": op, "var": var, "old": val_json(old),
+            "new": val_json(new), "ok": ok, "seen": val_json(seen)
+        }),
+        Effect::Fence(name) => json!({ "kind": "fence", "barrier": name }),
+        Effect::Lock { op, class, lock } => json!({
+            "kind": "lock", "op": op.func(), "acquired": !matches!(op, LockOp::SpinTrylockBusy),
+            "class": class, "lock": lock
+        }),
+        Effect::LockTest { lock, locked } => {
+            json!({ "kind": "lock_test", "lock": lock, "locked": locked })
+        }
+        Effect::RcuRead { lock } => json!({ "kind": "rcu_read", "lock": lock }),
+        Effect::GracePeriod { gp, waited } => json!({
+            "kind": "grace_period", "gp": gp, "waited_for": threads_in(waited, record)
+        }),
+        Effect::CallRcu { func, obj } => {
+            json!({ "kind": "call_rcu", "func": func, "obj": val_json(obj) })
+        }
+        Effect::Alloc {
+            cache,
+            obj,
+            recycled_gen,
+        } => json!({ "kind": "alloc", "cache": cache, "obj": obj, "recycled_gen": recycled_gen }),
+        Effect::Free { cache, obj } => json!({ "kind": "free", "cache": cache, "obj": obj }),
+        Effect::Cpu(c) => {
+            let (event, cpus) = cpu_fields(c);
+            json!({ "kind": "cpu", "event": event, "cpus": cpus })
+        }
+        Effect::Update { scope, parts } => {
+            let parts: Vec<String> = parts.iter().map(part).collect();
+            json!({ "kind": "update", "scope": scope, "parts": parts })
+        }
+        Effect::Return(v) => json!({ "kind": "return", "value": val_json(v) }),
+        Effect::Note(n) => {
+            let args: Vec<Value> = n.args.iter().flatten().map(|v| val_json(*v)).collect();
+            json!({ "kind": "note", "text": n.text, "args": args })
+        }
+    }
+}
+
+/// The trace as JSON: one object per step (its words and its fields), then
+/// the violation.
 pub fn json_trace(record: &Record) -> Value {
     let steps: Vec<Value> = record
-        .events
+        .steps
         .iter()
         .enumerate()
-        .map(|(n, e)| {
+        .map(|(n, s)| {
             json!({
                 "step": n + 1,
-                "thread": e.thread,
-                "context": e.context,
-                "function": e.func,
-                "effect": e.effect,
+                "thread": thread(s, record),
+                "context": context(s),
+                "cpu": s.cpu,
+                "function": s.func,
+                "effect": effect(&s.effect, record),
+                "event": effect_json(&s.effect, record),
             })
         })
         .collect();
@@ -162,4 +390,142 @@ pub fn json_trace(record: &Record) -> Value {
         })
     });
     json!({ "steps": steps, "violation": violation })
+}
+
+/// The canonical bytes of a step's structure, for fingerprints: thread,
+/// context, CPU, function, the effect's kind, names and raw values. The
+/// wording (how a value or a note is shown) is not part of it, so
+/// rewording a trace does not stale a corpus seed; changing what a step
+/// does, or where, does.
+pub fn encode(step: &Step, record: &Record, out: &mut Vec<u8>) {
+    let mut put = |bytes: &[u8]| {
+        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        out.extend_from_slice(bytes);
+    };
+    put(thread(step, record).as_bytes());
+    put(step.context.name().as_bytes());
+    put(&step.cpu.map_or(u16::MAX, u16::from).to_le_bytes());
+    put(step.func.as_bytes());
+    let n = |v: u64| v.to_le_bytes();
+    match step.effect {
+        Effect::Load { how, var, val } => {
+            put(b"load");
+            put(how.as_bytes());
+            put(var.as_bytes());
+            put(&n(val.raw));
+        }
+        Effect::Store { var, old, new } => {
+            put(b"store");
+            put(var.as_bytes());
+            put(&n(old.raw));
+            put(&n(new.raw));
+        }
+        Effect::Rmw { op, var, old, new } => {
+            put(b"rmw");
+            put(op.as_bytes());
+            put(var.as_bytes());
+            put(&n(old.raw));
+            put(&n(new.raw));
+        }
+        Effect::Cmpxchg {
+            op,
+            var,
+            old,
+            new,
+            ok,
+            seen,
+        } => {
+            put(b"cmpxchg");
+            put(op.as_bytes());
+            put(var.as_bytes());
+            put(&n(old.raw));
+            put(&n(new.raw));
+            put(&[u8::from(ok)]);
+            put(&n(seen.raw));
+        }
+        Effect::Fence(name) => {
+            put(b"fence");
+            put(name.as_bytes());
+        }
+        Effect::Lock { op, class, lock } => {
+            put(b"lock");
+            put(op.func().as_bytes());
+            put(&[u8::from(op == LockOp::SpinTrylockBusy)]);
+            put(class.as_bytes());
+            put(lock.as_bytes());
+        }
+        Effect::LockTest { lock, locked } => {
+            put(b"lock_test");
+            put(lock.as_bytes());
+            put(&[u8::from(locked)]);
+        }
+        Effect::RcuRead { lock } => {
+            put(b"rcu_read");
+            put(&[u8::from(lock)]);
+        }
+        Effect::GracePeriod { gp, waited } => {
+            put(b"grace_period");
+            put(&n(gp));
+            for t in threads_in(waited, record) {
+                put(t.as_bytes());
+            }
+        }
+        Effect::CallRcu { func, obj } => {
+            put(b"call_rcu");
+            put(func.unwrap_or("").as_bytes());
+            put(&n(obj.raw));
+        }
+        Effect::Alloc {
+            cache,
+            obj,
+            recycled_gen,
+        } => {
+            put(b"alloc");
+            put(cache.as_bytes());
+            put(&n(obj));
+            put(&recycled_gen.map_or(u32::MAX, |g| g).to_le_bytes());
+        }
+        Effect::Free { cache, obj } => {
+            put(b"free");
+            put(cache.as_bytes());
+            put(&n(obj));
+        }
+        Effect::Cpu(c) => {
+            let (event, cpus) = cpu_fields(c);
+            put(b"cpu");
+            put(event.as_bytes());
+            put(&cpus);
+        }
+        Effect::Update { scope, parts } => {
+            put(b"update");
+            put(scope.unwrap_or("").as_bytes());
+            for p in parts.iter() {
+                match *p {
+                    Part::SetBit { map, word, bit } | Part::ClearBit { map, word, bit } => {
+                        put(&[u8::from(matches!(p, Part::SetBit { .. })), word, bit]);
+                        put(map.as_bytes());
+                    }
+                    Part::Store { var, old, new } => {
+                        put(var.as_bytes());
+                        put(&n(old.raw));
+                        put(&n(new.raw));
+                    }
+                    Part::Assign { var, val } => {
+                        put(var.as_bytes());
+                        put(&n(val.raw));
+                    }
+                }
+            }
+        }
+        Effect::Return(v) => {
+            put(b"return");
+            put(&n(v.raw));
+        }
+        Effect::Note(note) => {
+            put(b"note");
+            for v in note.args.iter().flatten() {
+                put(&n(v.raw));
+            }
+        }
+    }
 }

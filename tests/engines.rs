@@ -9,9 +9,12 @@ use std::sync::Arc;
 use vfsmc::check::{Check, Verdict};
 use vfsmc::engine::EngineKind;
 use vfsmc::render::text_trace;
-use vfsmc_model::exec::{self, Context, Task};
+use vfsmc_model::exec;
 use vfsmc_model::kernel::atomic::Atomic;
 use vfsmc_model::kernel::spinlock::SpinLock;
+use vfsmc_model::kernel::task::Task;
+use vfsmc_model::sync;
+use vfsmc_model::trace::Context;
 use vfsmc_specs::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
 
 /// Test models: one variant per checker behaviour under test.
@@ -34,10 +37,17 @@ static VARIANTS: &[Variant] = &[
     },
     Variant {
         name: "abba",
+        expected: Expected::Violates("lock_order"),
+        witness: "two",
+        kernel: "none: two spinlocks taken in opposite orders",
+        about: "ABBA lock order: lockdep reports it before the threads deadlock",
+    },
+    Variant {
+        name: "abba-raw",
         expected: Expected::Violates("deadlock"),
         witness: "two",
-        kernel: "none: two locks taken in opposite orders",
-        about: "ABBA lock order",
+        kernel: "none: two engine mutexes (no lockdep) taken in opposite orders",
+        about: "ABBA on locks lockdep does not see: the engine finds the deadlock",
     },
     Variant {
         name: "spin-forever",
@@ -72,10 +82,16 @@ static SCENARIOS: &[Scenario] = &[
     },
 ];
 
-static INVARIANTS: &[Invariant] = &[Invariant {
-    name: "count",
-    about: "two increments give 2",
-}];
+static INVARIANTS: &[Invariant] = &[
+    Invariant {
+        name: "count",
+        about: "two increments give 2",
+    },
+    Invariant {
+        name: "lock_order",
+        about: "built in (kernel::task, lockdep): no two lock classes taken in both orders",
+    },
+];
 
 fn incr(variant: &str, counter: &Atomic, t: &Task) {
     let _f = t.enter("incr");
@@ -109,15 +125,29 @@ impl Model for Toy {
     fn execute(&self, run: &Run) {
         let counter = Arc::new(Atomic::new("counter", 0));
         let locks = Arc::new((SpinLock::new("A"), SpinLock::new("B")));
+        let raw = Arc::new((sync::Mutex::new(), sync::Mutex::new()));
         let handles: Vec<_> = (0..2)
             .map(|i| {
-                let (counter, locks, variant) =
-                    (counter.clone(), locks.clone(), run.variant.clone());
+                let (counter, locks, raw, variant) = (
+                    counter.clone(),
+                    locks.clone(),
+                    raw.clone(),
+                    run.variant.clone(),
+                );
                 let name = format!("T{i}");
                 exec::spawn(&name.clone(), move || {
                     let t = Task::new(&name, Context::Task);
                     match variant.as_str() {
                         "abba" => abba(&locks.0, &locks.1, &t, i == 0),
+                        "abba-raw" => {
+                            let (x, y) = if i == 0 {
+                                (&raw.0, &raw.1)
+                            } else {
+                                (&raw.1, &raw.0)
+                            };
+                            let _gx = x.lock();
+                            let _gy = y.lock();
+                        }
                         "spin-forever" => {
                             while counter.read_once(&t) != 7 {
                                 vfsmc_model::sync::yield_now();
@@ -140,14 +170,10 @@ impl Model for Toy {
         if !matches!(run.variant.as_str(), "lost-update" | "atomic-inc") {
             return;
         }
-        exec::check_final(
-            "main",
-            "count",
-            match counter.peek() {
-                2 => Ok(()),
-                n => Err(format!("two increments left counter = {n}")),
-            },
-        );
+        exec::check_final("main", "count", || match counter.peek() {
+            2 => Ok(()),
+            n => Err(format!("two increments left counter = {n}")),
+        });
     }
 }
 
@@ -255,7 +281,7 @@ fn an_unreached_goal_fails_exhaustive_engines_and_is_reported_by_random_ones() {
 
 #[test]
 fn deadlock_livelock_and_model_panics_are_named() {
-    for variant in ["abba", "spin-forever", "oops"] {
+    for variant in ["abba", "abba-raw", "spin-forever", "oops"] {
         for engine in [EngineKind::Loom, EngineKind::Pct] {
             let r = check(variant, "two", engine).run().unwrap();
             assert!(r.matches_expected(), "{variant} on {engine}: {}", r.text());

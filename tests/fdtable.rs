@@ -64,7 +64,7 @@ mod shortest_trace {
                     .run()
                     .expect("a search");
                 assert!(r.matches_expected(), "{}", r.text());
-                let len = |r: &Report| r.record.as_ref().map_or(usize::MAX, |x| x.events.len());
+                let len = |r: &Report| r.record.as_ref().map_or(usize::MAX, |x| x.steps.len());
                 let shorter = match &best {
                     None => true,
                     Some(b) => len(&r) < len(b),
@@ -256,7 +256,7 @@ mod costs {
         };
         let costs = check::costs(model(), &run);
         let c = &costs[op];
-        (c.counters.get(&counter).copied().unwrap_or(0), c.calls)
+        (c.get(counter), c.calls)
     }
 
     /// The series' claim, on the churn scenario's canonical execution:
@@ -281,12 +281,8 @@ mod costs {
         );
         for (op, c) in &old {
             for counter in Counter::ALL {
-                let a = c.counters.get(&counter).copied().unwrap_or(0);
-                let b = new
-                    .get(op)
-                    .and_then(|n| n.counters.get(&counter))
-                    .copied()
-                    .unwrap_or(0);
+                let a = c.get(counter);
+                let b = new.get(op).map_or(0, |n| n.get(counter));
                 if a != 0 || b != 0 {
                     println!("{op:<18} {:<14} {a:>6} {b:>8}", counter.name());
                 }

@@ -190,7 +190,10 @@ fn generated_scenario_finds_pointer_only_and_replays() {
     assert_eq!(trace(&a), trace(&r), "replay differs from the search");
 }
 
-fn cost_table(variant: &str, scenario: &str) -> BTreeMap<String, BTreeMap<&'static str, u64>> {
+fn cost_table(
+    variant: &str,
+    scenario: &str,
+) -> BTreeMap<&'static str, BTreeMap<&'static str, u64>> {
     let run = Run {
         variant: variant.to_string(),
         scenario: scenario.to_string(),
@@ -199,10 +202,8 @@ fn cost_table(variant: &str, scenario: &str) -> BTreeMap<String, BTreeMap<&'stat
     check::costs(model(), &run)
         .into_iter()
         .map(|(op, c)| {
-            let mut row: BTreeMap<&'static str, u64> = Counter::ALL
-                .iter()
-                .map(|k| (k.name(), c.counters.get(k).copied().unwrap_or(0)))
-                .collect();
+            let mut row: BTreeMap<&'static str, u64> =
+                Counter::ALL.iter().map(|k| (k.name(), c.get(*k))).collect();
             row.insert("calls", c.calls);
             (op, row)
         })
@@ -215,7 +216,7 @@ fn cost_table(variant: &str, scenario: &str) -> BTreeMap<String, BTreeMap<&'stat
 /// shows on the drain path.
 #[test]
 fn guzik_fast_path_has_no_double_width_cmpxchg() {
-    let get = |t: &BTreeMap<String, BTreeMap<&'static str, u64>>, op: &str, k: &str| t[op][k];
+    let get = |t: &BTreeMap<&'static str, BTreeMap<&'static str, u64>>, op: &str, k: &str| t[op][k];
     let classic = cost_table("classic", "irq");
     let guzik = cost_table("guzik-8byte", "irq");
     println!("classic [irq]: {classic:?}\nguzik-8byte [irq]: {guzik:?}");

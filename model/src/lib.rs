@@ -2,8 +2,11 @@
 //!
 //! - [`sync`]: the engine facade, the only place that names loom, shuttle or
 //!   std synchronisation types.
-//! - [`exec`]: the execution being explored — trace, invariants, tracepoints,
-//!   cost counters, violations.
+//! - [`trace`]: a trace step as data (thread, context, CPU, function, typed
+//!   effect); the checker renders it.
+//! - [`exec`]: the execution being explored, as models see it — steps,
+//!   invariants, tracepoints, cost counters, violations.
+//! - [`driver`]: the same execution as engines see it; models never use it.
 //! - [`kernel`]: kernel primitives (spinlock, mutex/rwsem, seqcount, lockref,
 //!   RCU and slab lifetimes, per-CPU data and interrupts, bitmaps,
 //!   double-width cmpxchg, error pointers, barriers).
@@ -13,8 +16,10 @@
 //! Models never name an engine: they are written once and run under loom,
 //! shuttle and std alike.
 
+pub mod driver;
 pub mod exec;
 pub mod fdtable;
 pub mod freelist;
 pub mod kernel;
 pub mod sync;
+pub mod trace;

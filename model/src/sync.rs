@@ -1,5 +1,5 @@
 //! The engine facade: the only module that names loom, shuttle or std
-//! synchronisation types.
+//! synchronisation types. A leaf: it imports nothing from this crate.
 //!
 //! Models are written once against these types and run unchanged under every
 //! engine. The backend is chosen at run time (a thread-local set by the engine
@@ -193,12 +193,7 @@ where
     match backend() {
         Backend::Loom => JoinHandle::Loom(loom::thread::spawn(f)),
         Backend::Shuttle => JoinHandle::Shuttle(shuttle::thread::spawn(f)),
-        Backend::Std => {
-            let inherited = crate::exec::inherit();
-            JoinHandle::Std(std::thread::spawn(move || {
-                with_backend(Backend::Std, || inherited.enter(f))
-            }))
-        }
+        Backend::Std => JoinHandle::Std(std::thread::spawn(move || with_backend(Backend::Std, f))),
     }
 }
 

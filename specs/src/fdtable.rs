@@ -10,12 +10,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use arbitrary::Unstructured;
-use vfsmc_model::exec::{self, Context, Task};
+use vfsmc_model::exec;
 use vfsmc_model::fdtable::{
     alloc_empty_file, alloc_fd, close_fd, do_prlimit, dup_fd, f_dupfd, fd_install, fget, fget_done,
     fput, ksys_dup3, put_unused_fd, Base, Bug, Claim, Errno, FgetState, Flavor, Fs, Init,
     Observation, NR_OPEN_DEFAULT, SYSCTL_NR_OPEN,
 };
+use vfsmc_model::kernel::task::Task;
+use vfsmc_model::trace::Context;
 
 use crate::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
 
@@ -721,8 +723,8 @@ fn execute(flavor: Flavor, init: Init, threads: Vec<Vec<Op>>, gp_kthread: bool) 
     let main = Task::new("main", Context::Task);
     fs.rcu.rcu_barrier(&main);
     let o = fs.observe();
-    exec::check_final("main", "no_lost_install", no_lost_install(&o));
-    exec::check_final("main", "refs_balanced", refs_balanced(&o));
+    exec::check_final("main", "no_lost_install", || no_lost_install(&o));
+    exec::check_final("main", "refs_balanced", || refs_balanced(&o));
 }
 
 /// An invariant checked after every step.

@@ -13,9 +13,11 @@
 use std::sync::{Arc, Mutex};
 
 use arbitrary::{Arbitrary, Unstructured};
-use vfsmc_model::exec::{self, Context, Task};
+use vfsmc_model::exec;
 use vfsmc_model::freelist::{obj_name, Holder, Observation, Setup, Slub, Variant as Code};
 use vfsmc_model::kernel::percpu::{Cpus, OnCpu};
+use vfsmc_model::kernel::task::Task;
+use vfsmc_model::trace::Context;
 
 use crate::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
 
@@ -526,9 +528,7 @@ fn drain(slub: &Slub, cpus: &Cpus) {
         .filter(|&o| obs.holders[o].is_empty())
         .map(|o| format!("obj{o}"))
         .collect();
-    exec::check_final(
-        "drain",
-        "no_stranded",
+    exec::check_final("drain", "no_stranded", || {
         if stranded.is_empty() {
             Ok(())
         } else {
@@ -536,8 +536,8 @@ fn drain(slub: &Slub, cpus: &Cpus) {
                 "free but never allocated again: {}",
                 stranded.join(", ")
             ))
-        },
-    );
+        }
+    });
 }
 
 fn register(slub: &Arc<Slub>) {

@@ -20,12 +20,14 @@
 
 use std::sync::{Arc, LazyLock, Mutex};
 
-use vfsmc_model::exec::{self, Context, Task};
+use vfsmc_model::exec;
 use vfsmc_model::kernel::atomic::{
     smp_mb, smp_mb__after_atomic, smp_mb__after_spinlock, smp_rmb, smp_wmb, Atomic,
 };
 use vfsmc_model::kernel::rcu::Rcu;
 use vfsmc_model::kernel::spinlock::SpinLock;
+use vfsmc_model::kernel::task::Task;
+use vfsmc_model::trace::{Context, Show};
 
 use crate::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
 
@@ -61,7 +63,7 @@ impl Mem {
         Mem {
             x: Atomic::new("x", x),
             y: if test.y_is_pointer {
-                Atomic::with_format("y", y, show_ptr)
+                Atomic::with_format("y", y, Show::With(show_ptr))
             } else {
                 Atomic::new("y", y)
             },
@@ -1101,15 +1103,13 @@ fn run_test(test: &'static LitmusTest) {
         z: mem.z.value_at_quiescence(),
     };
     if (test.exists)(&outcome) {
-        exec::check_final(
-            "main",
-            "exists",
+        exec::check_final("main", "exists", || {
             Err(format!(
                 "exists ({}) is satisfied: {}",
                 test.clause,
                 render(test, &outcome)
-            )),
-        );
+            ))
+        });
     }
 }
 

@@ -19,7 +19,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use vfsmc_model::exec::{self, Context, Task};
+use vfsmc_model::exec;
 use vfsmc_model::kernel::atomic::Atomic;
 use vfsmc_model::kernel::cmpxchg_double::DoubleWord;
 use vfsmc_model::kernel::errptr::{ErrPtr, Errno};
@@ -29,7 +29,9 @@ use vfsmc_model::kernel::rcu::{Rcu, Slab};
 use vfsmc_model::kernel::seqcount::{SeqCount, SeqcountFlavor};
 use vfsmc_model::kernel::sleeping;
 use vfsmc_model::kernel::spinlock::{Locked, SpinLock};
+use vfsmc_model::kernel::task::Task;
 use vfsmc_model::sync;
+use vfsmc_model::trace::{Context, Effect, Note, Part, Parts, Show, Val};
 
 use crate::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
 
@@ -393,7 +395,7 @@ fn seqcount(how: Use) {
                 continue;
             }
             *ghost(&r.used) = Some((a, b));
-            t.step(format!("use a={a} b={b}"));
+            t.note("use a={} b={}", &[Val::dec(a), Val::dec(b)]);
             return;
         }
     });
@@ -502,9 +504,10 @@ fn rcu(how: Use) {
         u.gp.rcu_assign_pointer(&t, 0);
         let free_later = |u: &Arc<RcuState>, t: &Task| {
             let s = u.clone();
-            u.rcu.call_rcu(t, &u.slab.label(obj), move |t| {
-                s.slab.free(t, obj, "rcu callback")
-            });
+            u.rcu
+                .call_rcu(t, None, Val::with(obj, Show::With(obj_label)), move |t| {
+                    s.slab.free(t, obj, "rcu callback")
+                });
         };
         match how {
             Use::RcuFreeWithoutGracePeriod => u.slab.free(&t, obj, "kfree"),
@@ -591,7 +594,14 @@ fn lockdep(how: Use) {
             };
             data.apply(&g, |d| {
                 *d += 1;
-                format!("data {}→{}", *d - 1, *d)
+                Effect::Update {
+                    scope: None,
+                    parts: Parts::one(Part::Store {
+                        var: "data",
+                        old: Val::dec(*d - 1),
+                        new: Val::dec(*d),
+                    }),
+                }
             });
             g.unlock();
         })
@@ -624,13 +634,13 @@ fn errptr(how: Use) {
             None => ErrPtr::Err(Errno::ENOENT),
         });
         g.unlock();
-        t.step(format!("lookup() = {res}"));
+        t.note("lookup() = {}", &[res.val()]);
         if how != Use::ErrPtrDeref && res.is_err() {
             t.tracepoint("lookup-got-enoent");
             return;
         }
         let v = res.deref(&t, "lookup");
-        t.step(format!("use entry {v}"));
+        t.note("use entry {}", &[Val::dec(v)]);
         t.tracepoint("lookup-got-entry");
     });
     let r = s.clone();
@@ -640,12 +650,21 @@ fn errptr(how: Use) {
         let g = r.0.spin_lock(&t);
         r.1.apply(&g, |e| {
             *e = None;
-            "entry removed".to_string()
+            Effect::Note(Note::new("entry removed", &[]))
         });
         g.unlock();
     });
     lookup.join();
     remove.join();
+}
+
+/// How traces name an object of the `obj` cache.
+fn obj_label(v: u64) -> String {
+    if v == 0 {
+        "NULL".to_string()
+    } else {
+        format!("obj#{v}")
+    }
 }
 
 // --- interrupts and per-CPU data --------------------------------------------
@@ -702,15 +721,13 @@ fn irq(how: Use) {
     task.join();
     handler.join();
     let count = s.count.value_at_quiescence();
-    exec::check_final(
-        "main",
-        "percpu_count",
+    exec::check_final("main", "percpu_count", || {
         if count == 2 {
             Ok(())
         } else {
             Err(format!("pcpu_count={count} after two increments"))
-        },
-    );
+        }
+    });
 }
 
 // --- double-word cmpxchg ----------------------------------------------------
@@ -749,13 +766,11 @@ fn cmpxchg_double(how: Use) {
     t0.join();
     t1.join();
     let pair = dw.value_at_quiescence();
-    exec::check_final(
-        "main",
-        "pair_consistent",
+    exec::check_final("main", "pair_consistent", || {
         if pair == (2, 2) {
             Ok(())
         } else {
             Err(format!("{{freelist, tid}} = {pair:?} after two updates"))
-        },
-    );
+        }
+    });
 }

@@ -1,15 +1,16 @@
 //! fd allocation: alloc_fd, find_next_fd, __set_open_fd, __clear_open_fd,
 //! __put_unused_fd, put_unused_fd (fs/file.c, v6.10 and v6.12).
 
-use crate::exec::Task;
 use crate::kernel::spinlock::SpinGuard;
+use crate::kernel::task::Task;
+use crate::trace::{Effect, Part, Parts, Val};
 
 use super::{expand, AllocEvent, Base, Bug, Claim, Errno, FdBits, FdTable, Fs, BITS_PER_LONG};
 
 /// __set_open_fd's bit work: set the open bit and close-on-exec as asked,
 /// and mark the word full in full_fds_bits when it just filled up.
-pub(super) fn set_open_bits(b: &mut FdBits, fd: u32, cloexec: bool) -> String {
-    let mut effect = b.open_fds.set_bit(fd);
+pub(super) fn set_open_bits(b: &mut FdBits, fd: u32, cloexec: bool) -> Parts {
+    let mut effect = Parts::one(b.open_fds.set_bit(fd));
     if cloexec {
         b.close_on_exec.set_bit(fd);
     } else {
@@ -17,18 +18,27 @@ pub(super) fn set_open_bits(b: &mut FdBits, fd: u32, cloexec: bool) -> String {
     }
     let word = fd / BITS_PER_LONG;
     if b.open_fds.word_is_full(word) {
-        effect = format!("{effect}; {}", b.full_fds_bits.set_bit(word));
+        effect = effect.and(b.full_fds_bits.set_bit(word));
     }
     effect
 }
 
+/// The trace's view of a change of `files->next_fd`.
+fn next_fd_part(old: u32, new: u32) -> Part {
+    Part::Store {
+        var: "next_fd",
+        old: Val::dec(old.into()),
+        new: Val::dec(new.into()),
+    }
+}
+
 /// fs/file.c:__clear_open_fd (v6.10: always clears the word's full bit;
 /// v6.12, patch 2/3: clears it only if test_bit finds it set).
-pub(super) fn clear_open_bits(fs: &Fs, t: &Task, b: &mut FdBits, fd: u32) -> String {
-    let mut effect = b.open_fds.clear_bit(fd);
+pub(super) fn clear_open_bits(fs: &Fs, t: &Task, b: &mut FdBits, fd: u32) -> Parts {
+    let mut effect = Parts::one(b.open_fds.clear_bit(fd));
     let word = fd / BITS_PER_LONG;
     match fs.flavor.base {
-        Base::V6_10 => effect = format!("{effect}; {}", b.full_fds_bits.clear_bit(word)),
+        Base::V6_10 => effect = effect.and(b.full_fds_bits.clear_bit(word)),
         Base::Current => {
             let tested = if fs.flavor.has(Bug::ConditionalClearTestsWrongBit) {
                 fd
@@ -36,7 +46,7 @@ pub(super) fn clear_open_bits(fs: &Fs, t: &Task, b: &mut FdBits, fd: u32) -> Str
                 word
             };
             if b.full_fds_bits.test_bit(t, tested) {
-                effect = format!("{effect}; {}", b.full_fds_bits.clear_bit(word));
+                effect = effect.and(b.full_fds_bits.clear_bit(word));
             }
         }
     }
@@ -59,12 +69,12 @@ pub(super) fn __put_unused_fd(fs: &Fs, t: &Task, g: &SpinGuard<'_>, fdt: &FdTabl
         })
     };
     fdt.bits.apply(g, |b| {
-        let effect = clear_open_bits(fs, t, b, fd);
+        let mut parts = clear_open_bits(fs, t, b, fd);
         fs.ghost().claims.remove(&fd);
-        match lowered {
-            Some(old) => format!("{effect}; next_fd {old}→{fd}"),
-            None => effect,
+        if let Some(old) = lowered {
+            parts = parts.and(next_fd_part(old, fd));
         }
+        Effect::Update { scope: None, parts }
     });
 }
 
@@ -114,7 +124,10 @@ fn find_next_fd(fs: &Fs, t: &Task, g: &SpinGuard<'_>, fdt: &FdTable, start: u32)
         }
         b.open_fds.find_next_zero_bit(t, maxfd, start.max(bitbit))
     });
-    t.step(format!("search from {start} → {fd}"));
+    t.note(
+        "search from {} → {}",
+        &[Val::dec(start.into()), Val::dec(fd.into())],
+    );
     fd
 }
 
@@ -149,7 +162,7 @@ pub fn alloc_fd(fs: &Fs, t: &Task, start: u32, cloexec: bool) -> Result<u32, Err
             fd = (fd..BITS_PER_LONG)
                 .find(|&i| !open_before[i as usize])
                 .unwrap_or(fd);
-            t.step(format!("v1 fast path: word 0 not full → {fd}"));
+            t.note("v1 fast path: word 0 not full → {}", &[Val::dec(fd.into())]);
         } else {
             if fd < fdt.max_fds {
                 fd = find_next_fd(fs, t, &g, &fdt, fd);
@@ -163,7 +176,10 @@ pub fn alloc_fd(fs: &Fs, t: &Task, start: u32, cloexec: bool) -> Result<u32, Err
                     open_before,
                     result: Err(Errno::Emfile),
                 });
-                t.step(format!("fd {fd} ≥ RLIMIT_NOFILE {end}: -EMFILE"));
+                t.note(
+                    "fd {} ≥ RLIMIT_NOFILE {}: -EMFILE",
+                    &[Val::dec(fd.into()), Val::dec(end.into())],
+                );
                 g.unlock();
                 return Err(Errno::Emfile);
             }
@@ -183,13 +199,16 @@ pub fn alloc_fd(fs: &Fs, t: &Task, start: u32, cloexec: bool) -> Result<u32, Err
             let _f = t.enter("alloc_fd sanity check");
             fdt.fd[fd as usize].rcu_access_pointer(t);
         }
+        // next_fd and the open bit change together for every observer (a
+        // real thread's invariant check must not land between the two).
+        let _s = crate::exec::atomic_section();
         let advance = start <= next_fd;
         if advance {
             fs.files.next_fd.update(&g, |n| *n = fd + 1);
         }
         let _s = t.enter("__set_open_fd");
         fdt.bits.apply(&g, |b| {
-            let effect = set_open_bits(b, fd, cloexec);
+            let mut parts = set_open_bits(b, fd, cloexec);
             let mut gh = fs.ghost();
             gh.allocs.push(AllocEvent {
                 thread: t.name().to_string(),
@@ -202,10 +221,9 @@ pub fn alloc_fd(fs: &Fs, t: &Task, start: u32, cloexec: bool) -> Result<u32, Err
                 by: t.name().to_string(),
             });
             if advance {
-                format!("{effect}; next_fd {next_fd}→{}", fd + 1)
-            } else {
-                effect
+                parts = parts.and(next_fd_part(next_fd, fd + 1));
             }
+            Effect::Update { scope: None, parts }
         });
         drop(_s);
         g.unlock();

@@ -1,9 +1,10 @@
 //! Growing the table: expand_files, expand_fdtable, alloc_fdtable,
 //! copy_fdtable, free_fdtable_rcu (fs/file.c, v6.12).
 
-use crate::exec::Task;
 use crate::kernel::atomic::smp_wmb;
 use crate::kernel::spinlock::SpinGuard;
+use crate::kernel::task::Task;
+use crate::trace::{Effect, Part, Parts, Show, Val};
 
 use super::{Bug, Errno, FdTable, Fs, BITS_PER_LONG, SYSCTL_NR_OPEN};
 
@@ -42,10 +43,14 @@ fn copy_fdtable(t: &Task, g: &SpinGuard<'_>, new: &FdTable, old: &FdTable) {
         b.close_on_exec.copy_from(&src.close_on_exec, old.max_fds);
         b.full_fds_bits
             .copy_from(&src.full_fds_bits, old.max_fds / BITS_PER_LONG);
-        format!(
-            "open_fds = {}; full_fds_bits = {}",
-            b.open_fds, b.full_fds_bits
-        )
+        let assign = |m: &crate::kernel::bitmap::Bitmap| Part::Assign {
+            var: m.name(),
+            val: m.val(),
+        };
+        Effect::Update {
+            scope: None,
+            parts: Parts::one(assign(&b.open_fds)).and(assign(&b.full_fds_bits)),
+        }
     });
 }
 
@@ -79,7 +84,8 @@ fn expand_fdtable<'a>(
             let tables = fs.tables.clone();
             fs.rcu.call_rcu(
                 t,
-                &format!("free_fdtable_rcu(fdtable#{cur_ref})"),
+                Some("free_fdtable_rcu"),
+                Val::with(cur_ref, Show::With(super::table_label)),
                 move |t| {
                     let _f = t.enter("free_fdtable_rcu");
                     tables.free(t, cur_ref, "free_fdtable_rcu");
@@ -108,7 +114,7 @@ pub fn expand_files<'a>(
             return (g, Ok(()));
         }
         if nr >= SYSCTL_NR_OPEN {
-            t.step(format!("fd {nr} ≥ sysctl_nr_open: -EMFILE"));
+            t.note("fd {} ≥ sysctl_nr_open: -EMFILE", &[Val::dec(nr.into())]);
             return (g, Err(Errno::Emfile));
         }
         // Only file_lock holders write resize_in_progress: the latest value
@@ -120,7 +126,7 @@ pub fn expand_files<'a>(
             // repeat. The resizer clears the flag under file_lock before its
             // wake_up_all, so the condition is re-checked under file_lock
             // (the same edge, without modelling the wait queue).
-            t.might_sleep("wait_event(resize_wait)");
+            t.might_sleep("wait_event", Some("resize_wait"));
             crate::sync::yield_now();
             g = fs.files.file_lock.spin_lock(t);
             continue;

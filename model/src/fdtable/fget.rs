@@ -3,8 +3,8 @@
 //! taken with atomic_long_inc_not_zero; files are SLAB_TYPESAFE_BY_RCU
 //! since v6.7).
 
-use crate::exec::Task;
 use crate::kernel::rcu::ObjRef;
+use crate::kernel::task::Task;
 
 use super::{Bug, FgetState, File, FileId, Fs};
 

@@ -2,10 +2,11 @@
 //! do_dup2/ksys_dup3, f_dupfd, and dup_fd at fork (fs/file.c,
 //! fs/fcntl.c:f_dupfd, v6.12).
 
-use crate::exec::Task;
 use crate::kernel::atomic::smp_rmb;
 use crate::kernel::rcu::ObjRef;
 use crate::kernel::spinlock::SpinGuard;
+use crate::kernel::task::Task;
+use crate::trace::{Effect, Val};
 
 use super::alloc::{__put_unused_fd, alloc_fd, set_open_bits};
 use super::fget::{fget, fget_done, fput};
@@ -120,7 +121,10 @@ fn do_dup2(
     let reserved = tofree == 0 && fdt.bits.get(&g, |b| b.open_fds.test_bit(t, fd));
     if reserved && !fs.flavor.has(Bug::Dup2IgnoresReserved) {
         t.tracepoint("dup2_ebusy");
-        t.step(format!("fd {fd} reserved by an open in flight: -EBUSY"));
+        t.note(
+            "fd {} reserved by an open in flight: -EBUSY",
+            &[Val::dec(fd.into())],
+        );
         g.unlock();
         return Err(Errno::Ebusy);
     }
@@ -129,7 +133,10 @@ fn do_dup2(
     let _s = t.enter("__set_open_fd");
     fdt.bits.apply(&g, |b| {
         note_installed(fs, t, fd, file, tofree != 0);
-        set_open_bits(b, fd, false)
+        Effect::Update {
+            scope: None,
+            parts: set_open_bits(b, fd, false),
+        }
     });
     drop(_s);
     g.unlock();
@@ -207,8 +214,11 @@ pub fn dup_fd(fs: &Fs, t: &Task) -> ChildTable {
                 t.tracepoint("fork_copied_reserved");
             } else {
                 t.tracepoint("fork_cleared_reserved");
-                let effect = super::alloc::clear_open_bits(fs, t, &mut bits, i);
-                t.step(format!("child: {effect}"));
+                let parts = super::alloc::clear_open_bits(fs, t, &mut bits, i);
+                t.step(Effect::Update {
+                    scope: Some("child"),
+                    parts,
+                });
             }
         }
         slots.push(f);
@@ -219,6 +229,6 @@ pub fn dup_fd(fs: &Fs, t: &Task) -> ChildTable {
         slots,
     };
     fs.ghost().children.push(child.clone());
-    t.step(format!("child table: open_fds = {}", bits.open_fds));
+    t.note("child table: open_fds = {}", &[bits.open_fds.val()]);
     child
 }

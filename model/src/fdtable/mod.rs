@@ -31,11 +31,12 @@ mod install;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex as GhostMutex, MutexGuard};
 
-use crate::exec::Task;
 use crate::kernel::atomic::Atomic;
 use crate::kernel::bitmap::Bitmap;
 use crate::kernel::rcu::{ObjRef, ObjState, Rcu, Slab};
 use crate::kernel::spinlock::{Locked, SpinLock};
+use crate::kernel::task::Task;
+use crate::trace::Show;
 
 pub use alloc::{alloc_fd, put_unused_fd};
 pub use expand::expand_files;
@@ -184,7 +185,7 @@ impl FdTable {
             fd: (0..max_fds)
                 .map(|i| {
                     let v = slots.get(i as usize).copied().unwrap_or(0);
-                    Atomic::with_format(format!("{label}.fd[{i}]"), v, file_label)
+                    Atomic::with_format(format!("{label}.fd[{i}]"), v, Show::With(file_label))
                 })
                 .collect(),
             bits: Locked::new(lock, FdBits::new(max_fds)),
@@ -201,7 +202,7 @@ fn file_label(v: u64) -> String {
     }
 }
 
-fn table_label(v: u64) -> String {
+pub(crate) fn table_label(v: u64) -> String {
     format!("fdtable#{v}")
 }
 
@@ -365,7 +366,7 @@ impl Fs {
         Fs {
             flavor,
             files: FilesStruct {
-                fdt: Atomic::with_format("files->fdt", fdt, table_label),
+                fdt: Atomic::with_format("files->fdt", fdt, Show::With(table_label)),
                 next_fd: Locked::new(&file_lock, next_fd),
                 resize_in_progress: Atomic::new("resize_in_progress", 0),
                 count: Atomic::new("files->count", 2),

@@ -24,10 +24,12 @@ pub mod slub;
 
 use std::sync::Mutex as GhostMutex;
 
-use crate::exec::{Context, Task};
 use crate::kernel::atomic::Atomic;
 use crate::kernel::cmpxchg_double::DoubleWord;
 use crate::kernel::percpu::OnCpu;
+use crate::kernel::task::Task;
+use crate::trace::Context;
+use crate::trace::{Effect, Show, Val};
 
 /// NULL object pointer.
 pub const NULL: u64 = 0;
@@ -251,6 +253,11 @@ fn show_slab_pair(w: u64) -> String {
     format!("{{{}, inuse {}}}", obj_name(w & 0xff), w >> PAIR_LO_BITS)
 }
 
+/// An object pointer as a trace value.
+fn obj_val(obj: u64) -> Val {
+    Val::with(obj, Show::With(obj_name))
+}
+
 /// An object pointer as the trace shows it.
 pub fn obj_name(v: u64) -> String {
     if v == NULL {
@@ -345,13 +352,13 @@ impl Slub {
                         PAIR_LO_BITS,
                         head,
                         variant.init_tid(cpu),
-                        show_cpu_pair,
+                        Show::With(show_cpu_pair),
                     ))
                 } else {
                     Head::Word(Atomic::with_format(
                         format!("c{cpu}->freelist"),
                         head,
-                        obj_name,
+                        Show::With(obj_name),
                     ))
                 };
                 KmemCacheCpu {
@@ -362,7 +369,7 @@ impl Slub {
                     irq_freelist: Atomic::with_format(
                         format!("c{cpu}->irq_freelist"),
                         irq_heads.get(cpu).copied().unwrap_or(NULL),
-                        obj_name,
+                        Show::With(obj_name),
                     ),
                 }
             })
@@ -379,7 +386,7 @@ impl Slub {
                         PAIR_LO_BITS,
                         head,
                         objects - free,
-                        show_slab_pair,
+                        Show::With(show_slab_pair),
                     ),
                     objects,
                 }
@@ -394,7 +401,7 @@ impl Slub {
             cpus,
             slabs,
             fp: (0..=n)
-                .map(|o| Atomic::with_format(format!("obj{o}->next"), fp[o], obj_name))
+                .map(|o| Atomic::with_format(format!("obj{o}->next"), fp[o], Show::With(obj_name)))
                 .collect(),
             slab_of: setup.slab_of.clone(),
             ghost: GhostMutex::new(Ghost {
@@ -426,7 +433,7 @@ impl Slub {
         self.unhold(t, obj, Holder::InHand);
         self.hold(t, obj, Holder::Owned);
         self.op_done(t);
-        t.step(format!("return obj{obj}"));
+        t.step(Effect::Return(obj_val(obj)));
     }
 
     fn op_done(&self, t: &Task) {
@@ -449,7 +456,7 @@ impl Slub {
         };
         if got.is_none() {
             self.op_done(c);
-            c.step("return NULL");
+            c.step(Effect::Return(obj_val(NULL)));
         }
         got
     }
@@ -475,7 +482,7 @@ impl Slub {
         let got = self.nolock_alloc(c);
         if got.is_none() {
             self.op_done(c);
-            c.step("return NULL");
+            c.step(Effect::Return(obj_val(NULL)));
         }
         got
     }

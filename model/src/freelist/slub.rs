@@ -7,8 +7,8 @@
 //! IRQs are off, so only an NMI can land between its steps.
 
 use super::{Holder, Slub, Variant, NULL};
-use crate::exec::Task;
 use crate::kernel::percpu::OnCpu;
+use crate::kernel::task::Task;
 
 impl Slub {
     /// mm/slub.c:next_tid (v6.12): the next version of a CPU's pair.

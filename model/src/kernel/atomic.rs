@@ -26,44 +26,42 @@
 
 use std::sync::atomic::AtomicU64 as GhostU64;
 
-use crate::exec::{atomic_section, Counter, Task};
+use crate::exec::{atomic_section, Counter};
+use crate::kernel::task::Task;
 use crate::sync::{self, Ordering};
+use crate::trace::{intern, Effect, Name, Show, Val};
 
 /// A kernel word accessed with marked accesses or atomic operations
 /// (`atomic_t`, `atomic_long_t`, a pointer read with READ_ONCE, a flag).
 pub struct Atomic {
-    name: String,
+    name: Name,
     word: sync::AtomicU64,
     ghost: GhostU64,
-    show: Box<dyn Fn(u64) -> String + Send + Sync>,
-}
-
-fn decimal(v: u64) -> String {
-    v.to_string()
+    show: Show,
 }
 
 impl Atomic {
-    pub fn new(name: impl Into<String>, v: u64) -> Atomic {
-        Atomic::with_format(name, v, decimal)
+    pub fn new(name: impl AsRef<str>, v: u64) -> Atomic {
+        Atomic::with_format(name, v, Show::Dec)
     }
 
-    /// An atomic whose values the trace renders with `show` (a packed word,
-    /// a pointer name).
-    pub fn with_format(
-        name: impl Into<String>,
-        v: u64,
-        show: impl Fn(u64) -> String + Send + Sync + 'static,
-    ) -> Atomic {
+    /// An atomic whose values traces show as `show` says (a packed word, a
+    /// pointer named after its object).
+    pub fn with_format(name: impl AsRef<str>, v: u64, show: Show) -> Atomic {
         Atomic {
-            name: name.into(),
+            name: intern(name.as_ref()),
             word: sync::AtomicU64::new(v),
             ghost: GhostU64::new(v),
-            show: Box::new(show),
+            show,
         }
     }
 
-    pub fn name(&self) -> &str {
-        &self.name
+    pub fn name(&self) -> Name {
+        self.name
+    }
+
+    fn val(&self, raw: u64) -> Val {
+        Val::with(raw, self.show)
     }
 
     /// The value of the latest store *executed*, for observers (no engine
@@ -86,11 +84,23 @@ impl Atomic {
         self.ghost.store(v, Ordering::SeqCst);
     }
 
-    fn load(&self, t: &Task, o: Ordering, how: &str) -> u64 {
+    fn load(&self, t: &Task, o: Ordering, how: &'static str) -> u64 {
         let _s = atomic_section();
         let v = self.word.load(o);
-        t.step(format!("{how}({}) = {}", self.name, (self.show)(v)));
+        t.step(Effect::Load {
+            how,
+            var: self.name,
+            val: self.val(v),
+        });
         v
+    }
+
+    fn stored(&self, t: &Task, old: u64, new: u64) {
+        t.step(Effect::Store {
+            var: self.name,
+            old: self.val(old),
+            new: self.val(new),
+        });
     }
 
     fn store(&self, t: &Task, v: u64, o: Ordering) {
@@ -98,12 +108,7 @@ impl Atomic {
         let old = self.peek();
         self.word.store(v, o);
         self.set_ghost(v);
-        t.step(format!(
-            "{} {}→{}",
-            self.name,
-            (self.show)(old),
-            (self.show)(v)
-        ));
+        self.stored(t, old, v);
     }
 
     /// READ_ONCE: a single-copy-atomic load, no ordering.
@@ -142,12 +147,7 @@ impl Atomic {
         let v = old.wrapping_add(d);
         self.word.store(v, Ordering::Relaxed);
         self.set_ghost(v);
-        t.step(format!(
-            "{} {}→{}",
-            self.name,
-            (self.show)(old),
-            (self.show)(v)
-        ));
+        self.stored(t, old, v);
         v
     }
     /// atomic_read.
@@ -167,7 +167,7 @@ impl Atomic {
         &self,
         t: &Task,
         full: bool,
-        what: &str,
+        what: &'static str,
         op: impl FnOnce(&sync::AtomicU64, Ordering) -> u64,
         new: impl Fn(u64) -> u64,
     ) -> u64 {
@@ -190,12 +190,12 @@ impl Atomic {
         }
         let v = new(old);
         self.set_ghost(v);
-        t.step(format!(
-            "{what}({}) {}→{}",
-            self.name,
-            (self.show)(old),
-            (self.show)(v)
-        ));
+        t.step(Effect::Rmw {
+            op: what,
+            var: self.name,
+            old: self.val(old),
+            new: self.val(v),
+        });
         old
     }
 
@@ -278,7 +278,7 @@ impl Atomic {
         full: bool,
         old: u64,
         new: u64,
-        what: &str,
+        what: &'static str,
         counter: Counter,
     ) -> u64 {
         let _s = atomic_section();
@@ -289,13 +289,7 @@ impl Atomic {
             // pays for the fences.
             let seen = self.word.load(Ordering::Relaxed);
             if seen != old {
-                t.step(format!(
-                    "{what}({}, {}→{}) failed, saw {}",
-                    self.name,
-                    (self.show)(old),
-                    (self.show)(new),
-                    (self.show)(seen)
-                ));
+                self.cas_step(t, what, old, new, Err(seen));
                 return seen;
             }
             t.cost(Counter::FullBarrier, 1);
@@ -310,28 +304,22 @@ impl Atomic {
         if full {
             sync::fence(Ordering::SeqCst);
         }
-        match r {
-            Ok(prev) => {
-                self.set_ghost(new);
-                t.step(format!(
-                    "{what}({}, {}→{}) ok",
-                    self.name,
-                    (self.show)(old),
-                    (self.show)(new)
-                ));
-                prev
-            }
-            Err(prev) => {
-                t.step(format!(
-                    "{what}({}, {}→{}) failed, saw {}",
-                    self.name,
-                    (self.show)(old),
-                    (self.show)(new),
-                    (self.show)(prev)
-                ));
-                prev
-            }
+        if r.is_ok() {
+            self.set_ghost(new);
         }
+        self.cas_step(t, what, old, new, r);
+        r.unwrap_or_else(|seen| seen)
+    }
+
+    fn cas_step(&self, t: &Task, op: &'static str, old: u64, new: u64, r: Result<u64, u64>) {
+        t.step(Effect::Cmpxchg {
+            op,
+            var: self.name,
+            old: self.val(old),
+            new: self.val(new),
+            ok: r.is_ok(),
+            seen: self.val(r.unwrap_or_else(|seen| seen)),
+        });
     }
 
     /// cmpxchg: fully ordered; returns the value found (success iff == old).
@@ -360,35 +348,35 @@ impl Atomic {
     }
 }
 
-fn barrier_step(t: &Task, o: Ordering, what: &str) {
+fn barrier_step(t: &Task, o: Ordering, what: &'static str) {
     let _s = atomic_section();
     sync::fence(o);
-    t.step(what);
+    t.step(Effect::Fence(what));
 }
 
 /// smp_mb(): full barrier (a `SeqCst` fence; see the module table).
 pub fn smp_mb(t: &Task) {
     t.cost(Counter::FullBarrier, 1);
-    barrier_step(t, Ordering::SeqCst, "smp_mb()");
+    barrier_step(t, Ordering::SeqCst, "smp_mb");
 }
 /// smp_mb__after_atomic(): upgrades the preceding non-value-returning RMW
 /// (or failed cmpxchg) to full ordering: a full barrier here.
 #[allow(non_snake_case)]
 pub fn smp_mb__after_atomic(t: &Task) {
     t.cost(Counter::FullBarrier, 1);
-    barrier_step(t, Ordering::SeqCst, "smp_mb__after_atomic()");
+    barrier_step(t, Ordering::SeqCst, "smp_mb__after_atomic");
 }
 /// smp_mb__after_spinlock(): makes the preceding spin_lock a full barrier.
 #[allow(non_snake_case)]
 pub fn smp_mb__after_spinlock(t: &Task) {
     t.cost(Counter::FullBarrier, 1);
-    barrier_step(t, Ordering::SeqCst, "smp_mb__after_spinlock()");
+    barrier_step(t, Ordering::SeqCst, "smp_mb__after_spinlock");
 }
 /// smp_rmb(): read barrier (an acquire fence: stronger than LKMM).
 pub fn smp_rmb(t: &Task) {
-    barrier_step(t, Ordering::Acquire, "smp_rmb()");
+    barrier_step(t, Ordering::Acquire, "smp_rmb");
 }
 /// smp_wmb(): write barrier (a release fence: stronger than LKMM).
 pub fn smp_wmb(t: &Task) {
-    barrier_step(t, Ordering::Release, "smp_wmb()");
+    barrier_step(t, Ordering::Release, "smp_wmb");
 }

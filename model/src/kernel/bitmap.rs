@@ -9,11 +9,13 @@
 //! [`Locked`](super::spinlock::Locked) cell; searches charge the words they
 //! read to the caller's cost counters.
 
-use crate::exec::{Counter, Task};
+use crate::exec::Counter;
+use crate::kernel::task::Task;
+use crate::trace::{intern, Name, Part, Show, Val};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bitmap {
-    name: String,
+    name: Name,
     word_bits: u32,
     nbits: u32,
     words: Vec<u64>,
@@ -21,21 +23,21 @@ pub struct Bitmap {
 
 impl Bitmap {
     /// An all-zero bitmap of `nbits` bits in words of `word_bits` bits.
-    pub fn new(name: impl Into<String>, word_bits: u32, nbits: u32) -> Bitmap {
+    pub fn new(name: impl AsRef<str>, word_bits: u32, nbits: u32) -> Bitmap {
         assert!(
             (1..=64).contains(&word_bits),
             "word width must be 1..=64 bits"
         );
         Bitmap {
-            name: name.into(),
+            name: intern(name.as_ref()),
             word_bits,
             nbits,
             words: vec![0; nbits.div_ceil(word_bits) as usize],
         }
     }
 
-    pub fn name(&self) -> &str {
-        &self.name
+    pub fn name(&self) -> Name {
+        self.name
     }
     pub fn nbits(&self) -> u32 {
         self.nbits
@@ -79,17 +81,43 @@ impl Bitmap {
     }
 
     /// __set_bit: non-atomic; returns the effect for the trace.
-    pub fn set_bit(&mut self, bit: u32) -> String {
+    pub fn set_bit(&mut self, bit: u32) -> Part {
         let (w, b) = (bit / self.word_bits, bit % self.word_bits);
         self.words[w as usize] |= 1 << b;
-        format!("{}[{w}] |= 1<<{b}", self.name)
+        Part::SetBit {
+            map: self.name,
+            word: w as u8,
+            bit: b as u8,
+        }
     }
 
     /// __clear_bit: non-atomic; returns the effect for the trace.
-    pub fn clear_bit(&mut self, bit: u32) -> String {
+    pub fn clear_bit(&mut self, bit: u32) -> Part {
         let (w, b) = (bit / self.word_bits, bit % self.word_bits);
         self.words[w as usize] &= !(1 << b);
-        format!("{}[{w}] &= ~(1<<{b})", self.name)
+        Part::ClearBit {
+            map: self.name,
+            word: w as u8,
+            bit: b as u8,
+        }
+    }
+
+    /// The whole bitmap as a trace value (`1110 0000`).
+    ///
+    /// # Panics
+    /// When the bitmap is wider than one 64-bit value.
+    pub fn val(&self) -> Val {
+        assert!(self.nbits <= 64, "a trace value holds at most 64 bits");
+        let raw = (0..self.nbits)
+            .filter(|&b| self.bit(b))
+            .fold(0u64, |acc, b| acc | 1 << b);
+        Val::with(
+            raw,
+            Show::Bits {
+                nbits: self.nbits as u8,
+                word_bits: self.word_bits as u8,
+            },
+        )
     }
 
     fn find_next(&self, t: &Task, size: u32, off: u32, want_set: bool) -> u32 {

@@ -16,7 +16,9 @@
 //! the model's, as in the kernel.
 
 use super::atomic::Atomic;
-use crate::exec::{Counter, Task};
+use crate::exec::Counter;
+use crate::kernel::task::Task;
+use crate::trace::Show;
 
 /// A pair of words updated together.
 pub struct DoubleWord {
@@ -38,21 +40,20 @@ impl DoubleWord {
     /// word; the trace shows values as `{lo, hi}`.
     pub fn new(name: &str, lo_bits: u32, lo: u64, hi: u64) -> DoubleWord {
         assert!((1..64).contains(&lo_bits), "the low word needs 1..=63 bits");
-        let mask = (1u64 << lo_bits) - 1;
-        DoubleWord::with_format(name, lo_bits, lo, hi, move |w| {
-            format!("{{{}, {}}}", w & mask, w >> lo_bits)
-        })
+        DoubleWord::with_format(
+            name,
+            lo_bits,
+            lo,
+            hi,
+            Show::Pair {
+                lo_bits: lo_bits as u8,
+            },
+        )
     }
 
     /// Like [`DoubleWord::new`], but the trace renders the packed word with
     /// `show` (e.g. `{obj1, tid 2}`) instead of as one number.
-    pub fn with_format(
-        name: &str,
-        lo_bits: u32,
-        lo: u64,
-        hi: u64,
-        show: impl Fn(u64) -> String + Send + Sync + 'static,
-    ) -> DoubleWord {
+    pub fn with_format(name: &str, lo_bits: u32, lo: u64, hi: u64, show: Show) -> DoubleWord {
         assert!((1..64).contains(&lo_bits), "the low word needs 1..=63 bits");
         DoubleWord {
             word: Atomic::with_format(name, pack(lo_bits, lo, hi), show),

@@ -4,7 +4,8 @@
 
 use std::fmt;
 
-use crate::exec::Task;
+use crate::kernel::task::Task;
+use crate::trace::{Show, Val};
 
 /// The errno values the models return.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -43,6 +44,46 @@ impl<T: fmt::Display> fmt::Display for ErrPtr<T> {
         }
     }
 }
+
+/// The raw word of an error pointer as a trace value: errnos sit at the top
+/// of the address space, as in the kernel, and NULL is 0.
+const MAX_ERRNO: u64 = 4095;
+
+impl ErrPtr<u64> {
+    /// This result as a trace value.
+    pub fn val(&self) -> Val {
+        let raw = match *self {
+            ErrPtr::Ptr(p) => p,
+            ErrPtr::Null => 0,
+            ErrPtr::Err(e) => u64::MAX - e as u64,
+        };
+        Val::with(raw, Show::With(show_raw))
+    }
+}
+
+fn show_raw(raw: u64) -> String {
+    let r = if raw == 0 {
+        ErrPtr::Null
+    } else if raw >= u64::MAX - MAX_ERRNO {
+        ErrPtr::Err(ERRNOS[(u64::MAX - raw) as usize])
+    } else {
+        ErrPtr::Ptr(raw)
+    };
+    r.to_string()
+}
+
+/// Every errno, in declaration order (the inverse of `e as u64`).
+const ERRNOS: [Errno; 9] = [
+    Errno::ENOENT,
+    Errno::EBADF,
+    Errno::EAGAIN,
+    Errno::ENOMEM,
+    Errno::EBUSY,
+    Errno::EEXIST,
+    Errno::EINVAL,
+    Errno::EMFILE,
+    Errno::ECHILD,
+];
 
 impl<T> ErrPtr<T> {
     /// IS_ERR.

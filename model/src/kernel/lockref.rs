@@ -9,8 +9,11 @@
 //! ordered by RCU and `d_seq`, not by the lockref. A negative count means dead.
 
 use super::atomic::Atomic;
-use crate::exec::{Counter, Task};
+use super::spinlock::next_lock_id;
+use crate::exec::Counter;
+use crate::kernel::task::Task;
 use crate::sync;
+use crate::trace::{intern, Name, Show};
 
 const LOCKED: u64 = 1 << 32;
 const COUNT_MASK: u64 = (1 << 32) - 1;
@@ -51,7 +54,10 @@ pub enum LockrefFlavor {
 }
 
 pub struct Lockref {
-    name: String,
+    name: Name,
+    /// Lock class of the embedded spinlock (`d_lock` for a dentry).
+    class: Name,
+    id: usize,
     word: Atomic,
     flavor: LockrefFlavor,
     retries: u32,
@@ -64,15 +70,17 @@ pub struct LockrefGuard<'a> {
 }
 
 impl Lockref {
-    pub fn new(name: impl Into<String>, count: i32) -> Lockref {
+    pub fn new(name: impl AsRef<str>, count: i32) -> Lockref {
         Lockref::with_flavor(name, count, LockrefFlavor::Kernel)
     }
 
-    pub fn with_flavor(name: impl Into<String>, count: i32, flavor: LockrefFlavor) -> Lockref {
-        let name = name.into();
+    pub fn with_flavor(name: impl AsRef<str>, count: i32, flavor: LockrefFlavor) -> Lockref {
+        let name = intern(name.as_ref());
         Lockref {
-            word: Atomic::with_format(name.clone(), with_count(0, count), show),
+            word: Atomic::with_format(name, with_count(0, count), Show::With(show)),
             name,
+            class: name,
+            id: next_lock_id(),
             flavor,
             retries: MODEL_RETRIES,
         }
@@ -124,6 +132,7 @@ impl Lockref {
 
     /// spin_lock(&lockref->lock): spin on the embedded lock bit.
     pub fn lock<'a>(&'a self, t: &'a Task) -> LockrefGuard<'a> {
+        t.lockdep_acquire(self.class, 0, self.name);
         loop {
             let w = self.word.read_once(t);
             if w & LOCKED == 0 && self.word.cmpxchg(t, w, w | LOCKED) == w {
@@ -133,7 +142,7 @@ impl Lockref {
         }
         t.cost(Counter::LockAcquire, 1);
         t.set_preempt_count(t.preempt_count() + 1);
-        t.push_held(&self.name);
+        t.push_held(self.class, 0, self.name, self.id);
         LockrefGuard { lr: self, task: t }
     }
 
@@ -210,7 +219,7 @@ impl LockrefGuard<'_> {
 impl Drop for LockrefGuard<'_> {
     fn drop(&mut self) {
         let t = self.task;
-        t.pop_held(&self.lr.name);
+        t.pop_held(self.lr.id);
         t.set_preempt_count(t.preempt_count().saturating_sub(1));
         if std::thread::panicking() {
             return;

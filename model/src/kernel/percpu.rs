@@ -18,8 +18,11 @@
 use std::cell::RefCell;
 use std::ops::Deref;
 
-use crate::exec::{Context, Counter, Task};
+use crate::exec::Counter;
+use crate::kernel::task::Task;
 use crate::sync::{self, Ordering};
+use crate::trace::Context;
+use crate::trace::{CpuEvent, Effect};
 
 const NO_MIGRATION: u64 = u64::MAX;
 
@@ -65,7 +68,7 @@ impl Cpus {
         assert_eq!(t.context(), Context::Irq, "run_irq needs an Irq task");
         let on = self.run_task(t, cpu);
         t.set_irqs_off(1);
-        t.step(format!("irq_enter() on cpu{cpu}"));
+        t.step(Effect::Cpu(CpuEvent::IrqEnter { cpu: cpu as u8 }));
         on
     }
 
@@ -82,7 +85,7 @@ impl Cpus {
         let g = self.nmi[cpu].lock();
         *on.tokens.borrow_mut() = Some((None, g));
         t.set_irqs_off(1);
-        t.step(format!("nmi_enter() on cpu{cpu}"));
+        t.step(Effect::Cpu(CpuEvent::NmiEnter { cpu: cpu as u8 }));
         on
     }
 
@@ -90,7 +93,7 @@ impl Cpus {
     /// point to `cpu` (one request at a time).
     pub fn request_migration(&self, t: &Task, cpu: usize) {
         self.migrate_to.store(cpu as u64, Ordering::Release);
-        t.step(format!("request migration to cpu{cpu}"));
+        t.step(Effect::Cpu(CpuEvent::MigrationRequest { cpu: cpu as u8 }));
     }
 }
 
@@ -157,8 +160,10 @@ impl<'a> OnCpu<'a> {
         if to != NO_MIGRATION && to as usize != cpu {
             self.cpus.migrate_to.store(NO_MIGRATION, Ordering::Relaxed);
             self.task.set_cpu(to as usize);
-            self.task
-                .step(format!("preempted, migrated cpu{cpu}→cpu{to}"));
+            self.task.step(Effect::Cpu(CpuEvent::Migrated {
+                from: cpu as u8,
+                to: to as u8,
+            }));
         }
     }
 
@@ -166,14 +171,14 @@ impl<'a> OnCpu<'a> {
     pub fn local_irq_save(&self) {
         self.task.set_irqs_off(self.task.irqs_off_depth() + 1);
         self.task.cost(Counter::IrqToggle, 1);
-        self.task.step("local_irq_save()");
+        self.task.step(Effect::Cpu(CpuEvent::LocalIrqSave));
     }
 
     /// local_irq_restore: re-enable when the outermost save is restored.
     pub fn local_irq_restore(&self) {
         self.task
             .set_irqs_off(self.task.irqs_off_depth().saturating_sub(1));
-        self.task.step("local_irq_restore()");
+        self.task.step(Effect::Cpu(CpuEvent::LocalIrqRestore));
         self.window();
     }
 
@@ -197,8 +202,8 @@ impl Drop for OnCpu<'_> {
     fn drop(&mut self) {
         if !std::thread::panicking() {
             match self.task.context() {
-                Context::Irq => self.task.step("irq_exit()"),
-                Context::Nmi => self.task.step("nmi_exit()"),
+                Context::Irq => self.task.step(Effect::Cpu(CpuEvent::IrqExit)),
+                Context::Nmi => self.task.step(Effect::Cpu(CpuEvent::NmiExit)),
                 Context::Task | Context::Kthread => {}
             }
         }

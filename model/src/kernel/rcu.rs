@@ -18,8 +18,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64 as GhostU64;
 use std::sync::{Arc, Mutex as GhostMutex};
 
-use crate::exec::{self, Task};
+use crate::exec;
+use crate::kernel::task::Task;
 use crate::sync::{self, Ordering};
+use crate::trace::{intern, Effect, Name, Val};
 
 /// Reader slots per RCU domain: loom allows 4 spawned threads plus main.
 const MAX_READERS: usize = 8;
@@ -30,7 +32,8 @@ type Callback = Box<dyn FnOnce(&Task) + Send>;
 pub struct Rcu {
     /// Per reader: odd while inside a read-side section, bumped by 2 per section.
     readers: Vec<sync::AtomicU64>,
-    names: GhostMutex<Vec<String>>,
+    /// The thread (trace column) of each reader slot in use.
+    names: GhostMutex<Vec<u8>>,
     /// Pending callbacks, each with its `queued` ticket.
     callbacks: GhostMutex<Vec<(u64, Callback)>>,
     /// Callbacks queued so far: call_rcu publishes with a release RMW and the
@@ -67,14 +70,14 @@ impl Rcu {
 
     fn slot(&self, t: &Task) -> usize {
         let mut names = ghost(&self.names);
-        match names.iter().position(|n| n == t.name()) {
+        match names.iter().position(|&n| n == t.id()) {
             Some(i) => i,
             None => {
                 assert!(
                     names.len() < MAX_READERS,
                     "too many RCU readers in one scenario"
                 );
-                names.push(t.name().to_string());
+                names.push(t.id());
                 names.len() - 1
             }
         }
@@ -91,7 +94,7 @@ impl Rcu {
             r.store(v + 1, Ordering::Relaxed);
             sync::fence(Ordering::SeqCst);
         }
-        t.step("rcu_read_lock()");
+        t.step(Effect::RcuRead { lock: true });
     }
 
     /// rcu_read_unlock: leave the read-side critical section.
@@ -108,7 +111,7 @@ impl Rcu {
             let v = r.load(Ordering::Relaxed);
             r.store(v + 1, Ordering::Release);
         }
-        t.step("rcu_read_unlock()");
+        t.step(Effect::RcuRead { lock: false });
     }
 
     /// rcu_read_lock_sched (= preempt_disable; waited for by synchronize_rcu).
@@ -126,15 +129,15 @@ impl Rcu {
     /// synchronize_rcu: wait until every reader that was inside a read-side
     /// section when this call started has left it. May sleep.
     pub fn synchronize_rcu(&self, t: &Task) {
-        t.might_sleep("synchronize_rcu");
+        t.might_sleep("synchronize_rcu", None);
         sync::fence(Ordering::SeqCst);
         let nreaders = ghost(&self.names).len();
-        let mut waited = Vec::new();
+        let mut waited = 0u32;
         for i in 0..nreaders {
             let r = &self.readers[i];
             let v = r.load(Ordering::Acquire);
             if v & 1 == 1 {
-                waited.push(ghost(&self.names)[i].clone());
+                waited |= 1 << ghost(&self.names)[i];
                 while r.load(Ordering::Acquire) == v {
                     sync::yield_now();
                 }
@@ -142,19 +145,19 @@ impl Rcu {
         }
         sync::fence(Ordering::SeqCst);
         let gp = self.gp_seq.fetch_add(1, Ordering::SeqCst) + 1;
-        if waited.is_empty() {
-            t.step(format!("synchronize_rcu() gp {gp}, no readers"));
-        } else {
-            t.step(format!(
-                "synchronize_rcu() gp {gp}, waited for {}",
-                waited.join(", ")
-            ));
-        }
+        t.step(Effect::GracePeriod { gp, waited });
     }
 
     /// call_rcu: run `callback` after a grace period (on the GP kthread, see
-    /// [`Rcu::gp_kthread`], or at the end of the execution).
-    pub fn call_rcu(&self, t: &Task, what: &str, callback: impl FnOnce(&Task) + Send + 'static) {
+    /// [`Rcu::gp_kthread`], or at the end of the execution). The trace shows
+    /// `call_rcu(func(obj))`, or `call_rcu(obj)` when `func` is `None`.
+    pub fn call_rcu(
+        &self,
+        t: &Task,
+        func: Option<&'static str>,
+        obj: Val,
+        callback: impl FnOnce(&Task) + Send + 'static,
+    ) {
         let _s = exec::atomic_section();
         // The grace period that precedes the callback orders everything the
         // caller did before call_rcu (full barriers on every CPU in the
@@ -163,7 +166,7 @@ impl Rcu {
         sync::fence(Ordering::SeqCst);
         let ticket = self.queued.fetch_add(1, Ordering::Release) + 1;
         ghost(&self.callbacks).push((ticket, Box::new(callback)));
-        t.step(format!("call_rcu({what})"));
+        t.step(Effect::CallRcu { func, obj });
     }
 
     fn run_callbacks(&self, t: &Task, batch: Vec<(u64, Callback)>) {
@@ -222,8 +225,14 @@ pub type ObjRef = u64;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Life {
-    Live { gen: u32 },
-    Freed { gen: u32, by: String, func: String },
+    Live {
+        gen: u32,
+    },
+    Freed {
+        gen: u32,
+        by: Name,
+        func: &'static str,
+    },
 }
 
 struct SlabState<T> {
@@ -234,7 +243,7 @@ struct SlabState<T> {
 
 /// A kmem_cache of objects of one type.
 pub struct Slab<T> {
-    name: String,
+    name: Name,
     typesafe_by_rcu: bool,
     state: GhostMutex<SlabState<T>>,
 }
@@ -248,9 +257,9 @@ pub enum ObjState {
 
 impl<T> Slab<T> {
     /// A cache whose freed objects are never reused (kfree returns memory).
-    pub fn new(name: impl Into<String>) -> Slab<T> {
+    pub fn new(name: impl AsRef<str>) -> Slab<T> {
         Slab {
-            name: name.into(),
+            name: intern(name.as_ref()),
             typesafe_by_rcu: false,
             state: GhostMutex::new(SlabState {
                 objects: Vec::new(),
@@ -261,7 +270,7 @@ impl<T> Slab<T> {
 
     /// A SLAB_TYPESAFE_BY_RCU cache: freed memory is reused at once for a new
     /// object of the same type.
-    pub fn typesafe_by_rcu(name: impl Into<String>) -> Slab<T> {
+    pub fn typesafe_by_rcu(name: impl AsRef<str>) -> Slab<T> {
         Slab {
             typesafe_by_rcu: true,
             ..Slab::new(name)
@@ -291,16 +300,21 @@ impl<T> Slab<T> {
             drop(st);
             reinit(&obj);
             let r = i as u64 + 1;
-            t.step(format!(
-                "kmem_cache_alloc: {} recycled (gen {gen})",
-                self.label(r)
-            ));
+            t.step(Effect::Alloc {
+                cache: self.name,
+                obj: r,
+                recycled_gen: Some(gen),
+            });
             return r;
         }
         st.objects.push((Arc::new(fresh()), Life::Live { gen: 1 }));
         let r = st.objects.len() as u64;
         drop(st);
-        t.step(format!("kmem_cache_alloc: {}", self.label(r)));
+        t.step(Effect::Alloc {
+            cache: self.name,
+            obj: r,
+            recycled_gen: None,
+        });
         r
     }
 
@@ -324,9 +338,8 @@ impl<T> Slab<T> {
         }
         let st = ghost(&self.state);
         let (o, life) = &st.objects[(obj - 1) as usize];
-        if let Life::Freed { by, func, .. } = life {
+        if let Life::Freed { by, func, .. } = *life {
             if !self.typesafe_by_rcu {
-                let (by, func) = (by.clone(), func.clone());
                 drop(st);
                 t.violation(
                     "use_after_free",
@@ -357,8 +370,9 @@ impl<T> Slab<T> {
         (1..=n).map(|r| (r, self.state(r))).collect()
     }
 
-    /// kfree / kmem_cache_free.
-    pub fn free(&self, t: &Task, obj: ObjRef, func: &str) {
+    /// kfree / kmem_cache_free, called from `func` (the trace's witness of
+    /// who freed the object, should anyone touch it later).
+    pub fn free(&self, t: &Task, obj: ObjRef, func: &'static str) {
         let mut st = ghost(&self.state);
         let i = (obj - 1) as usize;
         let gen = match st.objects[i].1 {
@@ -370,13 +384,16 @@ impl<T> Slab<T> {
         };
         st.objects[i].1 = Life::Freed {
             gen,
-            by: t.name().to_string(),
-            func: func.to_string(),
+            by: t.name(),
+            func,
         };
         if self.typesafe_by_rcu {
             st.recyclable.push(i);
         }
         drop(st);
-        t.step(format!("kmem_cache_free({})", self.label(obj)));
+        t.step(Effect::Free {
+            cache: self.name,
+            obj,
+        });
     }
 }

@@ -16,7 +16,7 @@
 
 use super::atomic::{smp_rmb, smp_wmb, Atomic};
 use super::spinlock::{SpinGuard, SpinLock};
-use crate::exec::Task;
+use crate::kernel::task::Task;
 use crate::sync;
 
 /// Which defect to inject into the primitive itself, so that the checker can
@@ -40,11 +40,11 @@ pub struct SeqCount {
 }
 
 impl SeqCount {
-    pub fn new(name: impl Into<String>) -> SeqCount {
+    pub fn new(name: impl AsRef<str>) -> SeqCount {
         SeqCount::with_flavor(name, SeqcountFlavor::Kernel)
     }
 
-    pub fn with_flavor(name: impl Into<String>, flavor: SeqcountFlavor) -> SeqCount {
+    pub fn with_flavor(name: impl AsRef<str>, flavor: SeqcountFlavor) -> SeqCount {
         SeqCount {
             seq: Atomic::new(name, 0),
             flavor,

@@ -7,38 +7,48 @@
 //! release is RELEASE, as for spinlocks.
 
 use super::atomic::Atomic;
-use crate::exec::{Counter, Task};
+use crate::exec::Counter;
+use crate::kernel::task::Task;
 use crate::sync;
+use crate::trace::{intern, Effect, LockOp, Name};
 
 /// struct mutex.
 pub struct Mutex {
-    name: String,
+    name: Name,
     raw: sync::Mutex,
 }
 
 /// A held [`Mutex`]; unlocks on drop.
 pub struct MutexGuard<'a> {
-    name: &'a str,
+    name: Name,
     task: &'a Task,
     _raw: sync::MutexGuard<'a>,
 }
 
+fn lock_effect(op: LockOp, name: Name) -> Effect {
+    Effect::Lock {
+        op,
+        class: name,
+        lock: name,
+    }
+}
+
 impl Mutex {
-    pub fn new(name: impl Into<String>) -> Mutex {
+    pub fn new(name: impl AsRef<str>) -> Mutex {
         Mutex {
-            name: name.into(),
+            name: intern(name.as_ref()),
             raw: sync::Mutex::new(),
         }
     }
 
     /// mutex_lock: may sleep.
     pub fn mutex_lock<'a>(&'a self, t: &'a Task) -> MutexGuard<'a> {
-        t.might_sleep(&format!("mutex_lock({})", self.name));
+        t.might_sleep("mutex_lock", Some(self.name));
         let raw = self.raw.lock();
         t.cost(Counter::SleepingLock, 1);
-        t.step(format!("mutex_lock({})", self.name));
+        t.step(lock_effect(LockOp::MutexLock, self.name));
         MutexGuard {
-            name: &self.name,
+            name: self.name,
             task: t,
             _raw: raw,
         }
@@ -53,7 +63,7 @@ impl MutexGuard<'_> {
 impl Drop for MutexGuard<'_> {
     fn drop(&mut self) {
         if !std::thread::panicking() {
-            self.task.step(format!("mutex_unlock({})", self.name));
+            self.task.step(lock_effect(LockOp::MutexUnlock, self.name));
         }
     }
 }
@@ -63,7 +73,7 @@ impl Drop for MutexGuard<'_> {
 /// drain; readers pass through the same mutex, so a waiting writer holds new
 /// readers off.
 pub struct RwSemaphore {
-    name: String,
+    name: Name,
     writer: sync::Mutex,
     readers: Atomic,
 }
@@ -76,8 +86,8 @@ pub struct RwGuard<'a> {
 }
 
 impl RwSemaphore {
-    pub fn new(name: impl Into<String>) -> RwSemaphore {
-        let name = name.into();
+    pub fn new(name: impl AsRef<str>) -> RwSemaphore {
+        let name = intern(name.as_ref());
         RwSemaphore {
             readers: Atomic::new(format!("{name}.readers"), 0),
             writer: sync::Mutex::new(),
@@ -87,7 +97,7 @@ impl RwSemaphore {
 
     /// down_read (inode_lock_shared): may sleep.
     pub fn down_read<'a>(&'a self, t: &'a Task) -> RwGuard<'a> {
-        t.might_sleep(&format!("down_read({})", self.name));
+        t.might_sleep("down_read", Some(self.name));
         let w = self.writer.lock();
         self.readers.atomic_add_return(t, 1);
         drop(w);
@@ -101,13 +111,13 @@ impl RwSemaphore {
 
     /// down_write (inode_lock): may sleep.
     pub fn down_write<'a>(&'a self, t: &'a Task) -> RwGuard<'a> {
-        t.might_sleep(&format!("down_write({})", self.name));
+        t.might_sleep("down_write", Some(self.name));
         let w = self.writer.lock();
         while self.readers.atomic_read_acquire(t) != 0 {
             sync::yield_now();
         }
         t.cost(Counter::SleepingLock, 1);
-        t.step(format!("down_write({})", self.name));
+        t.step(lock_effect(LockOp::DownWrite, self.name));
         RwGuard {
             sem: self,
             task: t,
@@ -127,7 +137,7 @@ impl Drop for RwGuard<'_> {
             return;
         }
         if self.writer.take().is_some() {
-            self.task.step(format!("up_write({})", self.sem.name));
+            self.task.step(lock_effect(LockOp::UpWrite, self.sem.name));
         } else {
             self.sem.readers.atomic_sub_return(self.task, 1);
         }
@@ -137,8 +147,8 @@ impl Drop for RwGuard<'_> {
 /// wait_event(wq, condition): sleep until `condition` holds. The condition
 /// is re-checked after every wake-up, so a wake_up_all issued after the
 /// condition became true is never lost.
-pub fn wait_event(t: &Task, what: &str, mut condition: impl FnMut() -> bool) {
-    t.might_sleep(&format!("wait_event({what})"));
+pub fn wait_event(t: &Task, what: Name, mut condition: impl FnMut() -> bool) {
+    t.might_sleep("wait_event", Some(what));
     while !condition() {
         sync::yield_now();
     }

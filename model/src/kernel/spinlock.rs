@@ -8,18 +8,30 @@
 //! Data guarded by a lock is a [`Locked<T>`]: plain memory, reachable only
 //! through a guard of *its* lock (lockdep_assert_held as a type), and
 //! observable by specs with [`Locked::peek`] without an engine operation.
+//!
+//! Every lock belongs to a lock class (by default its own name, as for a
+//! statically allocated lock; `d_lock` of every dentry shares one class), and
+//! every acquisition goes through lockdep's order check (`kernel::task`).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex as GhostMutex;
 
-use crate::exec::{Counter, Task};
+use crate::exec::Counter;
+use crate::kernel::task::Task;
 use crate::sync;
+use crate::trace::{intern, Effect, LockOp, Name};
 
 static NEXT_LOCK_ID: AtomicUsize = AtomicUsize::new(1);
 
+/// A fresh lock instance number (lockdep tells instances of a class apart).
+pub(crate) fn next_lock_id() -> usize {
+    NEXT_LOCK_ID.fetch_add(1, Ordering::Relaxed)
+}
+
 /// A kernel spinlock (non-sleeping, disables preemption while held).
 pub struct SpinLock {
-    name: String,
+    name: Name,
+    class: Name,
     id: usize,
     raw: sync::Mutex,
     held: AtomicBool,
@@ -34,17 +46,25 @@ pub struct SpinGuard<'a> {
 }
 
 impl SpinLock {
-    pub fn new(name: impl Into<String>) -> SpinLock {
+    /// A lock that is its own lock class (a statically allocated lock).
+    pub fn new(name: impl AsRef<str>) -> SpinLock {
+        let name = intern(name.as_ref());
+        SpinLock::with_class(name, name)
+    }
+
+    /// Instance `name` of lock class `class` (e.g. one dentry's `d_lock`).
+    pub fn with_class(name: impl AsRef<str>, class: Name) -> SpinLock {
         SpinLock {
-            name: name.into(),
-            id: NEXT_LOCK_ID.fetch_add(1, Ordering::Relaxed),
+            name: intern(name.as_ref()),
+            class,
+            id: next_lock_id(),
             raw: sync::Mutex::new(),
             held: AtomicBool::new(false),
         }
     }
 
-    pub fn name(&self) -> &str {
-        &self.name
+    pub fn name(&self) -> Name {
+        self.name
     }
 
     /// Whether some task holds the lock (ghost, for observers).
@@ -54,26 +74,44 @@ impl SpinLock {
 
     /// spin_lock: acquire, entering atomic context.
     pub fn spin_lock<'a>(&'a self, t: &'a Task) -> SpinGuard<'a> {
+        self.spin_lock_nested(t, 0)
+    }
+
+    /// spin_lock_nested: acquire a lock of a class the caller may already
+    /// hold, nested as `subclass` (e.g. DENTRY_D_LOCK_NESTED for a child's
+    /// d_lock under its parent's).
+    pub fn spin_lock_nested<'a>(&'a self, t: &'a Task, subclass: u8) -> SpinGuard<'a> {
+        t.lockdep_acquire(self.class, subclass, self.name);
         let raw = self.raw.lock();
-        self.acquired(t, raw, false)
+        self.acquired(t, raw, false, subclass)
     }
 
     /// spin_lock_irqsave: acquire with local interrupts disabled.
     pub fn spin_lock_irqsave<'a>(&'a self, t: &'a Task) -> SpinGuard<'a> {
         t.set_irqs_off(t.irqs_off_depth() + 1);
         t.cost(Counter::IrqToggle, 1);
+        t.lockdep_acquire(self.class, 0, self.name);
         let raw = self.raw.lock();
-        self.acquired(t, raw, true)
+        self.acquired(t, raw, true, 0)
     }
 
-    /// spin_trylock: acquire if free, never spin.
+    /// spin_trylock: acquire if free, never spin (and never deadlock, so
+    /// lockdep orders nothing by it).
     pub fn spin_trylock<'a>(&'a self, t: &'a Task) -> Option<SpinGuard<'a>> {
         match self.raw.try_lock() {
-            Some(raw) => Some(self.acquired(t, raw, false)),
+            Some(raw) => Some(self.acquired(t, raw, false, 0)),
             None => {
-                t.step(format!("spin_trylock({}) busy", self.name));
+                t.step(self.effect(LockOp::SpinTrylockBusy));
                 None
             }
+        }
+    }
+
+    fn effect(&self, op: LockOp) -> Effect {
+        Effect::Lock {
+            op,
+            class: self.class,
+            lock: self.name,
         }
     }
 
@@ -85,7 +123,10 @@ impl SpinLock {
     /// lock word.
     pub fn spin_is_locked(&self, t: &Task) -> bool {
         let locked = self.raw.try_lock().is_none();
-        t.step(format!("spin_is_locked({}) = {locked}", self.name));
+        t.step(Effect::LockTest {
+            lock: self.name,
+            locked,
+        });
         locked
     }
 
@@ -94,12 +135,13 @@ impl SpinLock {
         t: &'a Task,
         raw: sync::MutexGuard<'a>,
         irqsave: bool,
+        subclass: u8,
     ) -> SpinGuard<'a> {
         self.held.store(true, Ordering::SeqCst);
         t.set_preempt_count(t.preempt_count() + 1);
         t.cost(Counter::LockAcquire, 1);
-        t.step(format!("spin_lock({})", self.name));
-        t.push_held(&self.name);
+        t.step(self.effect(LockOp::SpinLock));
+        t.push_held(self.class, subclass, self.name, self.id);
         SpinGuard {
             lock: self,
             task: t,
@@ -126,9 +168,9 @@ impl<'a> SpinGuard<'a> {
 impl Drop for SpinGuard<'_> {
     fn drop(&mut self) {
         let t = self.task;
-        t.pop_held(&self.lock.name);
+        t.pop_held(self.lock.id);
         if !std::thread::panicking() {
-            t.step(format!("spin_unlock({})", self.lock.name));
+            t.step(self.lock.effect(LockOp::SpinUnlock));
         }
         self.lock.held.store(false, Ordering::SeqCst);
         t.set_preempt_count(t.preempt_count().saturating_sub(1));
@@ -142,7 +184,7 @@ impl Drop for SpinGuard<'_> {
 /// Data guarded by one spinlock.
 pub struct Locked<T> {
     lock_id: usize,
-    lock_name: String,
+    lock_name: Name,
     data: GhostMutex<T>,
 }
 
@@ -151,7 +193,7 @@ impl<T> Locked<T> {
     pub fn new(lock: &SpinLock, data: T) -> Locked<T> {
         Locked {
             lock_id: lock.id,
-            lock_name: lock.name.clone(),
+            lock_name: lock.name,
             data: GhostMutex::new(data),
         }
     }
@@ -200,7 +242,7 @@ impl<T> Locked<T> {
 
     /// Updates the guarded data, then records the effect `f` describes as one
     /// step (so invariants observe the updated state).
-    pub fn apply(&self, g: &SpinGuard<'_>, f: impl FnOnce(&mut T) -> String) {
+    pub fn apply(&self, g: &SpinGuard<'_>, f: impl FnOnce(&mut T) -> Effect) {
         let effect = self.update(g, f);
         g.task.step(effect);
     }

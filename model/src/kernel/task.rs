@@ -1,0 +1,335 @@
+//! A logical thread of the model and the kernel's per-task bookkeeping:
+//! the function it is in, its context and CPU, the locks it holds (with
+//! their lock classes), its RCU nesting, IRQ and preempt state, and the ghost
+//! "non-blocking walk" flag. `might_sleep` and lockdep read this; only the
+//! primitives in this crate change it.
+//!
+//! Lock order (kernel/locking/lockdep.c, v6.12, reduced to what a model
+//! needs): every acquisition while another lock is held adds an edge
+//! "held class → new class" to the execution's lock graph. Taking a class
+//! that can already reach a held class is an inversion (a possible ABBA
+//! deadlock), reported as `lock_order` with the step where each order was
+//! taken. Taking a second lock of a class already held is recursive locking
+//! unless the caller says how the two nest (`spin_lock_nested`, as the dcache
+//! does with `DENTRY_D_LOCK_NESTED` for a child's `d_lock` under its
+//! parent's).
+
+use std::cell::{Cell, RefCell};
+
+use crate::exec::{self, atomic_section, Counter, LockEdge, Recorded};
+use crate::trace::{intern, Context, Effect, Name, Note, Step, Val};
+
+/// A lock this task holds.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    class: Name,
+    subclass: u8,
+    lock: Name,
+    id: usize,
+}
+
+/// A logical thread of the model: its name (the trace column), context, CPU
+/// and the kernel's per-task state.
+pub struct Task {
+    name: Name,
+    id: u8,
+    context: Cell<Context>,
+    cpu: Cell<Option<u8>>,
+    funcs: RefCell<Vec<&'static str>>,
+    held: RefCell<Vec<Held>>,
+    rcu_depth: Cell<u32>,
+    irqs_off: Cell<u32>,
+    preempt_count: Cell<u32>,
+    nonblock: Cell<bool>,
+}
+
+/// Pops the kernel function entered with [`Task::enter`].
+pub struct FnGuard<'a>(&'a Task);
+
+impl Drop for FnGuard<'_> {
+    fn drop(&mut self) {
+        self.0.funcs.borrow_mut().pop();
+    }
+}
+
+impl Task {
+    pub fn new(name: &str, context: Context) -> Task {
+        let name = intern(name);
+        Task {
+            name,
+            id: exec::column(name),
+            context: Cell::new(context),
+            cpu: Cell::new(None),
+            funcs: RefCell::new(Vec::new()),
+            held: RefCell::new(Vec::new()),
+            rcu_depth: Cell::new(0),
+            irqs_off: Cell::new(0),
+            preempt_count: Cell::new(0),
+            nonblock: Cell::new(false),
+        }
+    }
+
+    pub fn name(&self) -> Name {
+        self.name
+    }
+    /// The task's trace column.
+    pub fn id(&self) -> u8 {
+        self.id
+    }
+    pub fn context(&self) -> Context {
+        self.context.get()
+    }
+    pub fn cpu(&self) -> Option<usize> {
+        self.cpu.get().map(usize::from)
+    }
+    pub(crate) fn set_cpu(&self, cpu: usize) {
+        self.cpu
+            .set(Some(u8::try_from(cpu).expect("fewer than 256 CPUs")));
+    }
+
+    /// Enters kernel function `func`: steps are labelled with it until the
+    /// guard drops. The outermost function of a thread is the *operation* that
+    /// cost counters are charged to.
+    pub fn enter(&self, func: &'static str) -> FnGuard<'_> {
+        let outermost = self.funcs.borrow().is_empty();
+        self.funcs.borrow_mut().push(func);
+        if outermost {
+            exec::call(func);
+        }
+        FnGuard(self)
+    }
+
+    fn func(&self) -> &'static str {
+        self.funcs.borrow().last().copied().unwrap_or("-")
+    }
+
+    fn operation(&self) -> &'static str {
+        self.funcs.borrow().first().copied().unwrap_or("-")
+    }
+
+    /// Records one step, then checks every registered invariant.
+    pub fn step(&self, effect: Effect) {
+        let _section = atomic_section();
+        let step = Step {
+            thread: self.id,
+            context: self.context.get(),
+            cpu: self.cpu.get(),
+            func: self.func(),
+            effect,
+        };
+        let broke = match exec::record(step) {
+            Recorded::Skipped => return,
+            Recorded::Held => None,
+            Recorded::Broke(name, msg) => Some((name, msg)),
+        };
+        if !self.held.borrow().is_empty() {
+            self.cost(Counter::LockHeldSteps, 1);
+        }
+        if let Some((name, msg)) = broke {
+            self.violation(name, msg);
+        }
+    }
+
+    /// Records a step that fits no typed effect: `text` with each `{}`
+    /// standing for the next of `args`.
+    pub fn note(&self, text: &'static str, args: &[Val]) {
+        self.step(Effect::Note(Note::new(text, args)));
+    }
+
+    /// Reports a broken invariant: records it with the observed state, freezes
+    /// the trace, and unwinds this model thread (the engine fails the run).
+    pub fn violation(&self, invariant: &str, message: impl Into<String>) -> ! {
+        exec::raise(self.name, invariant, message.into());
+    }
+
+    /// Marks a reachability tracepoint as hit in this execution.
+    pub fn tracepoint(&self, name: &'static str) {
+        exec::tracepoint(name);
+    }
+
+    /// Adds `n` to a cost counter of the current operation.
+    pub fn cost(&self, counter: Counter, n: u64) {
+        exec::cost(self.operation(), counter, n);
+    }
+
+    // --- the kernel's per-task bookkeeping -------------------------------
+
+    pub fn rcu_depth(&self) -> u32 {
+        self.rcu_depth.get()
+    }
+    pub(crate) fn set_rcu_depth(&self, d: u32) {
+        self.rcu_depth.set(d);
+    }
+    pub fn irqs_disabled(&self) -> bool {
+        self.irqs_off.get() > 0
+    }
+    pub(crate) fn set_irqs_off(&self, n: u32) {
+        self.irqs_off.set(n);
+    }
+    pub(crate) fn irqs_off_depth(&self) -> u32 {
+        self.irqs_off.get()
+    }
+    pub fn preempt_count(&self) -> u32 {
+        self.preempt_count.get()
+    }
+    pub(crate) fn set_preempt_count(&self, n: u32) {
+        self.preempt_count.set(n);
+    }
+    /// Whether the task is in a walk that promised not to block
+    /// (LOOKUP_NONBLOCK / LOOKUP_CACHED): a ghost flag for `might_sleep`.
+    pub fn nonblock(&self) -> bool {
+        self.nonblock.get()
+    }
+    /// Whether the task holds any spinlock.
+    pub fn holds_spinlock(&self) -> bool {
+        !self.held.borrow().is_empty()
+    }
+
+    /// lockdep's check before an acquisition of lock `lock` (instance `id`)
+    /// of `class`, nested as `subclass` (0 unless the caller annotates the
+    /// nesting): reports recursive locking and order inversions, then
+    /// records the new edges.
+    pub(crate) fn lockdep_acquire(&self, class: Name, subclass: u8, lock: Name) {
+        let n = self.held.borrow().len();
+        for i in 0..n {
+            let h = self.held.borrow()[i];
+            if (h.class, h.subclass) == (class, subclass) {
+                self.violation(
+                    "lock_order",
+                    format!(
+                        "possible recursive locking: {} takes {lock} while holding {} of the \
+                         same class {class} (annotate the nesting with spin_lock_nested)",
+                        self.name, h.lock
+                    ),
+                );
+            }
+            self.lock_edge((h.class, h.subclass), (class, subclass), h.lock, lock);
+        }
+    }
+
+    fn lock_edge(&self, from: (Name, u8), to: (Name, u8), held: Name, taking: Name) {
+        let inversion = exec::with_current(|e| {
+            e.with_state(|s| {
+                let step = s.steps.len() + 1;
+                let reverse = reaches(&s.lock_edges, to, from);
+                if reverse.is_none() && !s.lock_edges.iter().any(|x| (x.from, x.to) == (from, to)) {
+                    s.lock_edges.push(LockEdge {
+                        from,
+                        to,
+                        thread: self.name,
+                        step,
+                    });
+                }
+                reverse.map(|r| (r, step))
+            })
+        });
+        if let Some((r, step)) = inversion {
+            self.violation(
+                "lock_order",
+                format!(
+                    "possible circular locking: {} takes {taking} ({}) holding {held} ({}) at \
+                     step {step}; {} took {} holding {} at step {}",
+                    self.name,
+                    class_label(to),
+                    class_label(from),
+                    r.thread,
+                    class_label(r.to),
+                    class_label(r.from),
+                    r.step
+                ),
+            );
+        }
+    }
+
+    /// The lock is now held.
+    pub(crate) fn push_held(&self, class: Name, subclass: u8, lock: Name, id: usize) {
+        self.held.borrow_mut().push(Held {
+            class,
+            subclass,
+            lock,
+            id,
+        });
+    }
+
+    /// The lock with instance `id` is no longer held.
+    pub(crate) fn pop_held(&self, id: usize) {
+        let mut held = self.held.borrow_mut();
+        if let Some(i) = held.iter().rposition(|h| h.id == id) {
+            held.remove(i);
+        }
+    }
+
+    /// kernel/sched/core.c:__might_sleep — a sleeping primitive `func` (on
+    /// `arg`, e.g. the lock) is about to block; that is a bug in atomic
+    /// context. Also catches a non-blocking walk that would sleep.
+    pub fn might_sleep(&self, func: &'static str, arg: Option<Name>) {
+        let reason = if self.rcu_depth() > 0 {
+            Some("inside an RCU read-side critical section")
+        } else if self.holds_spinlock() {
+            Some("while holding a spinlock")
+        } else if self.irqs_disabled() {
+            Some("with interrupts disabled")
+        } else if self.preempt_count() > 0 {
+            Some("with preemption disabled")
+        } else if self.context() != Context::Task && self.context() != Context::Kthread {
+            Some("in interrupt context")
+        } else if self.nonblock() {
+            Some("in a walk marked non-blocking")
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            let held: Vec<&str> = self.held.borrow().iter().map(|h| h.lock).collect();
+            let held = if held.is_empty() {
+                String::new()
+            } else {
+                format!(" (held: {})", held.join(", "))
+            };
+            let what = match arg {
+                Some(a) => format!("{func}({a})"),
+                None => func.to_string(),
+            };
+            self.violation(
+                "might_sleep",
+                format!("{what} may sleep, called {reason}{held}"),
+            );
+        }
+    }
+}
+
+fn class_label((class, subclass): (Name, u8)) -> String {
+    if subclass == 0 {
+        class.to_string()
+    } else {
+        format!("{class}/{subclass}")
+    }
+}
+
+/// The edge that closes a path `from` →* `to` in the lock graph (the last
+/// edge into `to`), if there is such a path. Depth-first over at most
+/// [`MAX_CLASSES`] classes, without allocating.
+fn reaches(edges: &[LockEdge], from: (Name, u8), to: (Name, u8)) -> Option<LockEdge> {
+    let mut stack = [from; MAX_CLASSES];
+    let mut seen = [from; MAX_CLASSES];
+    let (mut depth, mut nseen) = (1, 1);
+    while depth > 0 {
+        depth -= 1;
+        let n = stack[depth];
+        for e in edges.iter().filter(|e| e.from == n) {
+            if e.to == to {
+                return Some(*e);
+            }
+            if !seen[..nseen].contains(&e.to) {
+                assert!(nseen < MAX_CLASSES, "more lock classes than lockdep tracks");
+                seen[nseen] = e.to;
+                nseen += 1;
+                stack[depth] = e.to;
+                depth += 1;
+            }
+        }
+    }
+    None
+}
+
+/// Lock classes (with subclass) one execution may order.
+const MAX_CLASSES: usize = 32;
