@@ -6,11 +6,10 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
 
 use serde_json::{json, Value};
 use vfsmc_model::driver::{OpCost, Record};
-use vfsmc_specs::{Expected, Model, Run, Scenario, Variant};
+use vfsmc_specs::{Expected, Model, Run, Scenario, Tier, Variant};
 
 use crate::engine::{self, Body, Budget, EngineKind, Exploration};
 use crate::render;
@@ -172,7 +171,9 @@ impl Check {
 
 /// The closure that runs one execution of `run` on `model`.
 pub fn body_for(model: &'static dyn Model, run: Run) -> Body {
-    Arc::new(move || model.execute(&run))
+    model
+        .body(&run)
+        .unwrap_or_else(|e| panic!("a check names registered rows: {e}"))
 }
 
 /// FNV-1a, 64 bit: stable across machines and Rust versions.
@@ -340,37 +341,65 @@ pub fn registry_checks(model: &'static dyn Model, engine: EngineKind) -> Vec<Che
         .iter()
         .flat_map(|v| {
             model
-                .scenarios_for(v)
+                .scenarios_for(v, Tier::Pr)
                 .into_iter()
                 .map(move |s| Check::new(model, v, s, engine))
         })
         .collect()
 }
 
-/// For each invariant of `model`, the loom check of the first variant the
-/// registry says breaks it, on that variant's witness scenario, unbounded so
-/// loom reports the fewest preemptions. An invariant no variant breaks is an
-/// error: it would be untested.
+/// The witness of each invariant of `model`: over every variant the registry
+/// says breaks it, each run under loom on its witness scenario with no
+/// preemption bound (so loom reports the fewest preemptions), the report
+/// with the shortest trace (the first in registry order on a tie). An
+/// invariant of the model's own that no variant breaks is an error: it
+/// would be untested. A shared kernel invariant with no breaking variant in
+/// this model is skipped (its witness is in another model). An error also
+/// names a witness whose verdict differs from the registry, with its report.
 pub fn invariant_witnesses(
     model: &'static dyn Model,
-) -> Result<Vec<(&'static str, Check)>, String> {
-    model
-        .invariants()
-        .iter()
-        .map(|inv| {
-            let v = model
-                .variants()
-                .iter()
-                .find(|v| v.expected == Expected::Violates(inv.name))
-                .ok_or_else(|| format!("no variant of {} breaks {}", model.name(), inv.name))?;
+) -> Result<Vec<(&'static str, Report)>, String> {
+    let mut out = Vec::new();
+    for inv in model.invariants() {
+        let breakers: Vec<&'static Variant> = model
+            .variants()
+            .iter()
+            .filter(|v| v.expected == Expected::Violates(inv.name))
+            .filter(|v| {
+                model
+                    .engine_limit(v.name, EngineKind::Loom.name())
+                    .is_none()
+            })
+            .collect();
+        if breakers.is_empty() {
+            if model.is_shared(inv.name) {
+                continue;
+            }
+            return Err(format!(
+                "no variant of {} breaks {}",
+                model.name(),
+                inv.name
+            ));
+        }
+        let mut best: Option<Report> = None;
+        for v in breakers {
             let s = model
                 .scenario(v.witness)
                 .ok_or_else(|| format!("{}: witness '{}' is not a scenario", v.name, v.witness))?;
             let mut c = Check::new(model, v, s, EngineKind::Loom);
             c.budget.max_preemptions = None;
-            Ok((inv.name, c))
-        })
-        .collect()
+            let r = c.run()?;
+            if !r.matches_expected() || r.record.is_none() {
+                return Err(r.text());
+            }
+            let len = |r: &Report| r.record.as_ref().map_or(usize::MAX, |x| x.steps.len());
+            if best.as_ref().is_none_or(|b| len(&r) < len(b)) {
+                best = Some(r);
+            }
+        }
+        out.extend(best.map(|b| (inv.name, b)));
+    }
+    Ok(out)
 }
 
 /// What [`verdict_table`] found.
@@ -405,17 +434,20 @@ pub fn verdict_table(checks: impl IntoIterator<Item = Check>) -> VerdictTable {
 }
 
 /// The shortest trace of each invariant's witness ([`invariant_witnesses`]),
-/// rendered for a snapshot. An error names a witness whose verdict differs
-/// from the registry, with its report.
+/// rendered for a snapshot: `model/variant [scenario]`, then the trace.
 pub fn witness_traces(model: &'static dyn Model) -> Result<Vec<(&'static str, String)>, String> {
-    invariant_witnesses(model)?
+    Ok(invariant_witnesses(model)?
         .into_iter()
-        .map(|(invariant, c)| {
-            let r = c.run()?;
-            match (&r.record, r.matches_expected()) {
-                (Some(record), true) => Ok((invariant, render::text_trace(record))),
-                _ => Err(r.text()),
-            }
+        .map(|(invariant, r)| {
+            let record = r.record.as_ref().expect("a witness has a trace");
+            let text = format!(
+                "{}/{} [{}]\n{}",
+                r.model,
+                r.variant,
+                r.scenario,
+                render::text_trace(record)
+            );
+            (invariant, text)
         })
-        .collect()
+        .collect())
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 use clap::{Parser, Subcommand, ValueEnum};
 use vfsmc_model::driver::OpCost;
 use vfsmc_model::exec::Counter;
-use vfsmc_specs::{Expected, Model, Run, Scenario, Variant};
+use vfsmc_specs::{Expected, Model, Run, Scenario, Tier, Variant};
 
 use crate::check::{self, Check, Report, Verdict};
 use crate::corpus::{self, Entry, ReplayError};
@@ -306,7 +306,7 @@ fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Che
         for v in variants {
             let scenarios = match &a.scenario {
                 Some(s) => vec![find_scenario(m, s)?],
-                None => m.scenarios_for(v),
+                None => m.scenarios_for(v, Tier::Pr),
             };
             for s in scenarios {
                 if s.generated && input.is_empty() {
@@ -447,7 +447,7 @@ fn bench(a: BenchArgs) -> Out<i32> {
             None => m.variants().iter().collect(),
         };
         for v in variants {
-            for s in m.scenarios_for(v) {
+            for s in m.scenarios_for(v, Tier::Pr) {
                 match v.expected {
                     Expected::Violates(_) => bench_first_failure(m, v, s, &a),
                     Expected::Holds => bench_throughput(m, v, s, &a),

@@ -1,37 +1,26 @@
-//! Every corpus file replays: its recorded outcome, its recorded trace, the
-//! same trace on two replays, and an expectation the registry agrees with.
+//! Corpus files as files: a stale fingerprint fails loudly, rendering then
+//! parsing gives the same entry, traces fit 80 columns, and every file
+//! belongs to a model (each model's own test file replays its seeds).
 
 use std::path::Path;
 
 use vfsmc::corpus::{self, Entry};
 
 #[test]
-fn every_corpus_file_replays() {
+fn every_corpus_file_parses_and_names_a_model() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
     let files = corpus::files(&dir).expect("corpus/ is readable");
     assert!(!files.is_empty(), "corpus/ holds no .vfsmc file");
-    let mut failures = Vec::new();
     for f in &files {
         let name = f.display().to_string();
-        let text = std::fs::read_to_string(f).unwrap();
-        let entry = match Entry::parse(&name, &text) {
-            Ok(e) => e,
-            Err(e) => {
-                failures.push(e.to_string());
-                continue;
-            }
-        };
-        if !corpus::registry_agrees(&entry) {
-            failures.push(format!(
-                "{name}: expects {} but the registry disagrees",
-                entry.expect
-            ));
-        }
-        if let Err(e) = corpus::replay(&name, &entry) {
-            failures.push(e.to_string());
-        }
+        let e = Entry::parse(&name, &std::fs::read_to_string(f).unwrap())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            vfsmc_specs::model(&e.model).is_some(),
+            "{name}: unknown model {}",
+            e.model
+        );
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]

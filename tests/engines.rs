@@ -15,18 +15,34 @@ use vfsmc_model::kernel::spinlock::SpinLock;
 use vfsmc_model::kernel::task::Task;
 use vfsmc_model::sync;
 use vfsmc_model::trace::Context;
-use vfsmc_specs::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
+use vfsmc_specs::{
+    Check as Checked, Expected, Invariant, Model, Registered, Scenario, ScenarioRow,
+};
+use vfsmc_specs::{Spec, Tier};
+use vfsmc_specs::{Variant, Watch};
 
 /// Test models: one variant per checker behaviour under test.
 struct Toy;
 
-static VARIANTS: &[Variant] = &[
+/// What each toy variant does.
+#[derive(Clone, Copy)]
+enum Does {
+    LostUpdate,
+    AtomicInc,
+    Abba,
+    AbbaRaw,
+    SpinForever,
+    Oops,
+}
+
+const VARIANTS: &[Variant<Does>] = &[
     Variant {
         name: "lost-update",
         expected: Expected::Violates("count"),
         witness: "two",
         kernel: "none: a READ_ONCE/WRITE_ONCE increment by two threads",
         about: "an increment split into a load and a store loses an update",
+        code: Does::LostUpdate,
     },
     Variant {
         name: "atomic-inc",
@@ -34,6 +50,7 @@ static VARIANTS: &[Variant] = &[
         witness: "",
         kernel: "none: atomic_add_return by two threads",
         about: "the same increment as one atomic RMW",
+        code: Does::AtomicInc,
     },
     Variant {
         name: "abba",
@@ -41,6 +58,7 @@ static VARIANTS: &[Variant] = &[
         witness: "two",
         kernel: "none: two spinlocks taken in opposite orders",
         about: "ABBA lock order: lockdep reports it before the threads deadlock",
+        code: Does::Abba,
     },
     Variant {
         name: "abba-raw",
@@ -48,6 +66,7 @@ static VARIANTS: &[Variant] = &[
         witness: "two",
         kernel: "none: two engine mutexes (no lockdep) taken in opposite orders",
         about: "ABBA on locks lockdep does not see: the engine finds the deadlock",
+        code: Does::AbbaRaw,
     },
     Variant {
         name: "spin-forever",
@@ -55,6 +74,7 @@ static VARIANTS: &[Variant] = &[
         witness: "two",
         kernel: "none: a wait for a flag nobody sets",
         about: "a spin loop that never ends",
+        code: Does::SpinForever,
     },
     Variant {
         name: "oops",
@@ -62,40 +82,53 @@ static VARIANTS: &[Variant] = &[
         witness: "two",
         kernel: "none",
         about: "a bug in model code itself",
+        code: Does::Oops,
     },
 ];
 
-static SCENARIOS: &[Scenario] = &[
+const SCENARIOS: &[ScenarioRow<()>] = &[
     Scenario {
         name: "two",
         about: "two threads",
         goals: &["both-ran"],
         loom_bound: None,
+        tier: Tier::Pr,
         generated: false,
+        plan: |_| (),
     },
     Scenario {
         name: "vacuous",
         about: "declares a goal no execution reaches",
         goals: &["never"],
         loom_bound: None,
+        tier: Tier::Pr,
         generated: false,
+        plan: |_| (),
     },
 ];
 
-static INVARIANTS: &[Invariant] = &[
-    Invariant {
-        name: "count",
-        about: "two increments give 2",
-    },
-    Invariant {
-        name: "lock_order",
-        about: "built in (kernel::task, lockdep): no two lock classes taken in both orders",
-    },
-];
+/// The toy's shared state.
+struct Shared {
+    counter: Atomic,
+    locks: (SpinLock, SpinLock),
+    raw: (sync::Mutex, sync::Mutex),
+}
 
-fn incr(variant: &str, counter: &Atomic, t: &Task) {
-    let _f = t.enter("incr");
-    if variant == "lost-update" {
+const INVARIANTS: &[Invariant<Checked<Shared>>] = &[Invariant {
+    name: "count",
+    about: "two increments give 2",
+    check: Checked::End(count),
+}];
+
+fn count(s: &Shared) -> Result<(), String> {
+    match s.counter.peek() {
+        2 => Ok(()),
+        n => Err(format!("two increments left counter = {n}")),
+    }
+}
+
+fn incr(does: Does, counter: &Atomic, t: &Task) {
+    if matches!(does, Does::LostUpdate) {
         let v = counter.read_once(t);
         counter.write_once(t, v + 1);
     } else {
@@ -109,55 +142,58 @@ fn abba(a: &SpinLock, b: &SpinLock, t: &Task, first_a: bool) {
     let _gy = y.spin_lock(t);
 }
 
-static REGISTRY: Registry = Registry {
-    name: "toy",
-    about: "checker self-test models",
-    variants: VARIANTS,
-    scenarios: SCENARIOS,
-    invariants: INVARIANTS,
-};
+impl Spec for Toy {
+    type Code = Does;
+    type Plan = ();
+    type State = Shared;
 
-impl Model for Toy {
-    fn registry(&self) -> &'static Registry {
-        &REGISTRY
+    const NAME: &'static str = "toy";
+    const ABOUT: &'static str = "checker self-test models";
+
+    fn variants() -> &'static [Variant<Does>] {
+        VARIANTS
+    }
+    fn scenarios() -> &'static [ScenarioRow<()>] {
+        SCENARIOS
+    }
+    fn invariants() -> &'static [Invariant<Checked<Shared>>] {
+        INVARIANTS
     }
 
-    fn execute(&self, run: &Run) {
-        let counter = Arc::new(Atomic::new("counter", 0));
-        let locks = Arc::new((SpinLock::new("A"), SpinLock::new("B")));
-        let raw = Arc::new((sync::Mutex::new(), sync::Mutex::new()));
+    fn execute(does: Does, _: &(), watch: &Watch<Self>) {
+        let shared = Arc::new(Shared {
+            counter: Atomic::new("counter", 0),
+            locks: (SpinLock::new("A"), SpinLock::new("B")),
+            raw: (sync::Mutex::new(), sync::Mutex::new()),
+        });
+        watch.start(&shared);
         let handles: Vec<_> = (0..2)
             .map(|i| {
-                let (counter, locks, raw, variant) = (
-                    counter.clone(),
-                    locks.clone(),
-                    raw.clone(),
-                    run.variant.clone(),
-                );
+                let s = shared.clone();
                 let name = format!("T{i}");
                 exec::spawn(&name.clone(), move || {
                     let t = Task::new(&name, Context::Task);
-                    match variant.as_str() {
-                        "abba" => abba(&locks.0, &locks.1, &t, i == 0),
-                        "abba-raw" => {
+                    match does {
+                        Does::Abba => abba(&s.locks.0, &s.locks.1, &t, i == 0),
+                        Does::AbbaRaw => {
                             let (x, y) = if i == 0 {
-                                (&raw.0, &raw.1)
+                                (&s.raw.0, &s.raw.1)
                             } else {
-                                (&raw.1, &raw.0)
+                                (&s.raw.1, &s.raw.0)
                             };
                             let _gx = x.lock();
                             let _gy = y.lock();
                         }
-                        "spin-forever" => {
-                            while counter.read_once(&t) != 7 {
-                                vfsmc_model::sync::yield_now();
+                        Does::SpinForever => {
+                            while s.counter.read_once(&t) != 7 {
+                                sync::yield_now();
                             }
                         }
-                        "oops" => {
+                        Does::Oops => {
                             let v: Vec<u64> = Vec::new();
-                            let _ = v[counter.read_once(&t) as usize];
+                            let _ = v[s.counter.read_once(&t) as usize];
                         }
-                        _ => incr(&variant, &counter, &t),
+                        Does::LostUpdate | Does::AtomicInc => incr(does, &s.counter, &t),
                     }
                 })
             })
@@ -167,17 +203,17 @@ impl Model for Toy {
         }
         let main = Task::new("main", Context::Task);
         main.tracepoint("both-ran");
-        if !matches!(run.variant.as_str(), "lost-update" | "atomic-inc") {
-            return;
+        if matches!(does, Does::LostUpdate | Does::AtomicInc) {
+            watch.finish("main", &shared);
         }
-        exec::check_final("main", "count", || match counter.peek() {
-            2 => Ok(()),
-            n => Err(format!("two increments left counter = {n}")),
-        });
+    }
+
+    fn render(s: &Shared) -> String {
+        format!("counter = {}", s.counter.peek())
     }
 }
 
-static TOY: Toy = Toy;
+static TOY: Registered<Toy> = Registered::new();
 
 fn check(variant: &str, scenario: &str, engine: EngineKind) -> Check {
     let v = TOY.variant(variant).unwrap();
@@ -301,7 +337,7 @@ fn stress_raises_no_false_alarm_on_holding_variants() {
             .iter()
             .filter(|v| v.expected == Expected::Holds)
         {
-            for s in m.scenarios_for(v) {
+            for s in m.scenarios_for(v, vfsmc_specs::Tier::Pr) {
                 let mut c = Check::new(m, v, s, EngineKind::Stress);
                 if c.engine_limit().is_some() {
                     continue;

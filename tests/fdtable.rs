@@ -2,18 +2,14 @@
 //! PCT, the shortest trace per invariant, the sequential reference, generated
 //! scenarios under shuttle with replay, and the series' cost claim.
 
-use vfsmc::check::{registry_checks, verdict_table, Check, Report, Verdict};
+mod common;
+
+use vfsmc::check::{Check, Verdict};
 use vfsmc::engine::EngineKind;
-use vfsmc_specs::{Expected, Model};
+use vfsmc_specs::Model;
 
 fn model() -> &'static dyn Model {
-    vfsmc_specs::model("fdtable").expect("fdtable is registered")
-}
-
-/// Runs every registry check on `engine`; returns the text of each report
-/// that disagrees with the registry (after printing every summary).
-fn mismatches(engine: EngineKind) -> Vec<String> {
-    verdict_table(registry_checks(model(), engine)).disagreements
+    common::model("fdtable")
 }
 
 mod verdicts {
@@ -21,70 +17,23 @@ mod verdicts {
 
     #[test]
     fn loom_agrees_with_registry() {
-        let bad = mismatches(EngineKind::Loom);
-        assert!(
-            bad.is_empty(),
-            "{} loom check(s) disagree with the registry:\n{}",
-            bad.len(),
-            bad.join("\n")
-        );
+        common::verdicts("fdtable", EngineKind::Loom, |_| {});
     }
 
     #[test]
     fn pct_agrees_with_registry() {
-        let bad = mismatches(EngineKind::Pct);
-        assert!(
-            bad.is_empty(),
-            "{} PCT check(s) disagree with the registry:\n{}",
-            bad.len(),
-            bad.join("\n")
-        );
+        common::verdicts("fdtable", EngineKind::Pct, |_| {});
     }
 }
 
-mod shortest_trace {
-    use super::*;
-    use vfsmc::render::text_trace;
+#[test]
+fn shortest_trace_per_invariant() {
+    common::snapshots("fdtable");
+}
 
-    /// For each invariant, every variant the registry says breaks it is run
-    /// on its witness under loom (fewest preemptions first); the shortest
-    /// counterexample is the reviewed record.
-    #[test]
-    fn per_invariant() {
-        let m = model();
-        for inv in m.invariants() {
-            let mut best: Option<Report> = None;
-            for v in m
-                .variants()
-                .iter()
-                .filter(|v| v.expected == Expected::Violates(inv.name))
-            {
-                let s = m.scenario(v.witness).expect("witness is registered");
-                let r = Check::new(m, v, s, EngineKind::Loom)
-                    .run()
-                    .expect("a search");
-                assert!(r.matches_expected(), "{}", r.text());
-                let len = |r: &Report| r.record.as_ref().map_or(usize::MAX, |x| x.steps.len());
-                let shorter = match &best {
-                    None => true,
-                    Some(b) => len(&r) < len(b),
-                };
-                if shorter {
-                    best = Some(r);
-                }
-            }
-            let best = best.unwrap_or_else(|| panic!("no variant breaks {}", inv.name));
-            let record = best.record.as_ref().expect("a violation has a trace");
-            let text = format!(
-                "{}/{} [{}]\n{}",
-                best.model,
-                best.variant,
-                best.scenario,
-                text_trace(record)
-            );
-            insta::assert_snapshot!(format!("fdtable__{}", inv.name), text);
-        }
-    }
+#[test]
+fn corpus_replays() {
+    common::corpus("fdtable");
 }
 
 mod sequential_reference {
@@ -299,82 +248,5 @@ mod costs {
         assert!(held("current") < held("v6.10"));
         let locks = |v| per_call(v, "alloc_fd", Counter::LockAcquire).0;
         assert_eq!(locks("current"), locks("v6.10"));
-    }
-}
-
-mod first_failure {
-    use super::*;
-    use std::time::{Duration, Instant};
-
-    fn median(mut v: Vec<Duration>) -> Duration {
-        v.sort();
-        v[v.len() / 2]
-    }
-
-    /// Per buggy variant and engine: executions and time to the first
-    /// failure (loom once; random and PCT: median over the seeds of 1..=20 that
-    /// find it within the default budget). Prints the table `vfsmc bench` is
-    /// expected to reproduce; asserts that loom and every PCT seed find it.
-    #[test]
-    #[ignore = "deep tier: measurements for the bench table, ~1 min"]
-    fn bench_table() {
-        let m = model();
-        println!(
-            "{:<34} {:<8} {:>12} {:>12}",
-            "variant", "engine", "executions", "time"
-        );
-        for v in m
-            .variants()
-            .iter()
-            .filter(|v| v.expected != Expected::Holds)
-        {
-            let s = m.scenario(v.witness).unwrap();
-            let t = Instant::now();
-            let r = Check::new(m, v, s, EngineKind::Loom).run().unwrap();
-            assert!(r.matches_expected(), "{}", r.text());
-            println!(
-                "{:<34} {:<8} {:>12} {:>12?}",
-                v.name,
-                "loom",
-                r.executions,
-                t.elapsed()
-            );
-            for engine in [EngineKind::Pct, EngineKind::Random] {
-                let (mut runs, mut times) = (Vec::new(), Vec::new());
-                for seed in 1..=20 {
-                    let mut c = Check::new(m, v, s, engine);
-                    c.budget.seed = seed;
-                    let t = Instant::now();
-                    let r = c.run().unwrap();
-                    if r.matches_expected() {
-                        times.push(t.elapsed());
-                        runs.push(r.executions);
-                    }
-                }
-                runs.sort_unstable();
-                let found = runs.len();
-                if engine == EngineKind::Pct {
-                    assert_eq!(found, 20, "{} escaped PCT on some seed", v.name);
-                }
-                if found == 0 {
-                    println!(
-                        "{:<34} {:<8} {:>12} {:>12}   (0/20 seeds)",
-                        v.name,
-                        engine.name(),
-                        "-",
-                        "-"
-                    );
-                    continue;
-                }
-                println!(
-                    "{:<34} {:<8} {:>12} {:>12?}   ({found}/20 seeds, max {} runs)",
-                    v.name,
-                    engine.name(),
-                    runs[found / 2],
-                    median(times),
-                    runs[found - 1]
-                );
-            }
-        }
     }
 }

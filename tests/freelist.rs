@@ -5,11 +5,13 @@
 //! expectation; nothing here states what an engine should report beyond
 //! that. Speed is measured in `benches/native_cmpxchg.rs`, never here.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
-use vfsmc::check::{self, registry_checks, Check, Report, Verdict};
+use vfsmc::check::{self, Check, Report, Verdict};
 use vfsmc::engine::{self, EngineKind};
 use vfsmc::render::text_trace;
 use vfsmc_model::exec::Counter;
@@ -17,7 +19,7 @@ use vfsmc_specs::freelist::{check_sequential, Op};
 use vfsmc_specs::{Expected, Model, Run};
 
 fn model() -> &'static dyn Model {
-    vfsmc_specs::model("freelist").expect("freelist is registered")
+    common::model("freelist")
 }
 
 /// PCT depth for the buggy variants: the deepest witness (the NMI inside the
@@ -25,37 +27,12 @@ fn model() -> &'static dyn Model {
 const PCT_DEPTH: usize = 4;
 const PCT_ITERATIONS: usize = 20_000;
 
-fn pct(mut c: Check) -> Check {
-    if matches!(c.variant.expected, Expected::Violates(_)) {
-        c.budget.pct_depth = PCT_DEPTH;
-        c.budget.iterations = PCT_ITERATIONS;
-    }
-    c
-}
-
-fn verdict_table(engine: EngineKind) -> Vec<Report> {
-    let checks = registry_checks(model(), engine).into_iter().map(|c| {
-        if engine == EngineKind::Pct {
-            pct(c)
-        } else {
-            c
-        }
-    });
-    let table = check::verdict_table(checks);
-    assert!(
-        table.disagreements.is_empty(),
-        "verdicts differ from the registry:\n{}",
-        table.disagreements.join("\n")
-    );
-    table.reports
-}
-
 /// loom: every holding variant is proved on every scenario that applies
 /// (exhaustively, or within the scenario's stated preemption bound), and every
 /// buggy variant is found on its witness.
 #[test]
 fn verdict_table_loom() {
-    let reports = verdict_table(EngineKind::Loom);
+    let reports = common::verdicts("freelist", EngineKind::Loom, |_| {});
     for r in reports.iter().filter(|r| r.expected == Expected::Holds) {
         assert!(r.exhaustive, "loom did not finish {}", r.summary());
     }
@@ -64,16 +41,22 @@ fn verdict_table_loom() {
 /// shuttle PCT: the same table; every buggy variant must be found.
 #[test]
 fn verdict_table_pct() {
-    verdict_table(EngineKind::Pct);
+    common::verdicts("freelist", EngineKind::Pct, |c| {
+        if matches!(c.variant.expected, Expected::Violates(_)) {
+            c.budget.pct_depth = PCT_DEPTH;
+            c.budget.iterations = PCT_ITERATIONS;
+        }
+    });
 }
 
-/// Every invariant has a variant that breaks it; loom's first failure (the
-/// fewest preemptions) is the reviewed shortest trace.
 #[test]
 fn shortest_trace_per_invariant() {
-    for (invariant, trace) in check::witness_traces(model()).unwrap_or_else(|e| panic!("{e}")) {
-        insta::assert_snapshot!(format!("freelist__{invariant}"), trace);
-    }
+    common::snapshots("freelist");
+}
+
+#[test]
+fn corpus_replays() {
+    common::corpus("freelist");
 }
 
 /// Generated scenarios under loom: the kernel's design and the proposal

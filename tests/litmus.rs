@@ -5,10 +5,14 @@
 //! `#[ignore]`d with the registry's reason; `--ignored` runs them and shows
 //! what loom does. The same tests run under shuttle PCT, which is
 //! sequentially consistent: every `Never` test must hold there too.
+//!
+//! The per-test `#[test]`s are this model's verdict table (one per row, so
+//! loom's limits can be `#[ignore]`d with their reason).
+
+mod common;
 
 use vfsmc::check::{Check, Report};
 use vfsmc::engine::EngineKind;
-use vfsmc::render::text_trace;
 use vfsmc_specs::litmus::{self, Documented};
 
 fn check(name: &str, engine: EngineKind) -> (Report, &'static litmus::LitmusTest) {
@@ -149,11 +153,13 @@ fn shuttle_pct_holds_every_never_test() {
 }
 
 /// The invariant `exists` breaks on every `Sometimes` test; the reviewed
-/// record is loom's shortest trace of the classic one, MP+poonceonces.
+/// record is loom's shortest trace over all of them.
 #[test]
 fn shortest_trace_of_exists() {
-    let (report, _) = check("MP+poonceonces", EngineKind::Loom);
-    assert!(report.matches_expected(), "{}", report.text());
-    let record = report.record.expect("a violation carries its trace");
-    insta::assert_snapshot!("litmus__exists", text_trace(&record));
+    common::snapshots("litmus");
+}
+
+#[test]
+fn corpus_replays() {
+    common::corpus("litmus");
 }

@@ -8,64 +8,45 @@
 //! consistently and cannot find them, so the PCT table reports them without
 //! judging them.
 
-use vfsmc::check::{registry_checks, verdict_table, witness_traces, Report, Verdict};
-use vfsmc::engine::EngineKind;
-use vfsmc_specs::primitives::LOOM_ONLY;
-use vfsmc_specs::Model;
+mod common;
 
-fn model() -> &'static dyn Model {
-    vfsmc_specs::model("primitives").expect("primitives is registered")
-}
+use vfsmc::check::{Report, Verdict};
+use vfsmc::engine::EngineKind;
 
 #[test]
 fn verdict_table_on_loom() {
-    let checks = registry_checks(model(), EngineKind::Loom)
-        .into_iter()
-        .map(|mut c| {
-            c.budget.max_preemptions = None;
-            c
-        });
-    let table = verdict_table(checks);
-    let partial: Vec<String> = table
-        .reports
+    let reports = common::verdicts("primitives", EngineKind::Loom, |_| {});
+    let partial: Vec<String> = reports
         .iter()
         .filter(|r| r.verdict == Verdict::Holds && !r.exhaustive)
         .map(Report::text)
         .collect();
     assert!(
-        table.disagreements.is_empty() && partial.is_empty(),
-        "loom disagrees with the registry:\n{}{}",
-        table.disagreements.join("\n"),
+        partial.is_empty(),
+        "loom did not finish:\n{}",
         partial.join("\n")
     );
 }
 
-/// Weak-memory variants (`LOOM_ONLY`) are reported, not judged: the
-/// registry's `engine_limit` says shuttle cannot see them.
+/// Weak-memory variants are reported, not judged: the registry says shuttle
+/// cannot see them.
 #[test]
 fn verdict_table_on_shuttle_pct() {
-    assert!(LOOM_ONLY
-        .iter()
-        .all(|v| model().engine_limit(v, "pct").is_some()));
-    let checks = registry_checks(model(), EngineKind::Pct)
-        .into_iter()
-        .map(|mut c| {
-            c.budget.iterations = 2_000;
-            c
-        });
-    let table = verdict_table(checks);
-    assert!(
-        table.disagreements.is_empty(),
-        "PCT disagrees with the registry:\n{}",
-        table.disagreements.join("\n")
-    );
+    let m = common::model("primitives");
+    for v in ["seqcount-retry-without-rmb", "seqcount-begin-without-wmb"] {
+        assert!(m.engine_limit(v, "pct").is_some(), "{v}");
+    }
+    common::verdicts("primitives", EngineKind::Pct, |c| {
+        c.budget.iterations = 2_000
+    });
 }
 
-/// Every declared invariant is broken by some variant, and the shortest
-/// loom trace of the first such variant is the reviewed record.
 #[test]
 fn shortest_trace_per_invariant() {
-    for (invariant, trace) in witness_traces(model()).unwrap_or_else(|e| panic!("{e}")) {
-        insta::assert_snapshot!(format!("primitives__{invariant}"), trace);
-    }
+    common::snapshots("primitives");
+}
+
+#[test]
+fn corpus_replays() {
+    common::corpus("primitives");
 }

@@ -1,10 +1,11 @@
 //! The `fdtable` model's registry, scenarios, invariants and sequential
 //! reference (fs/file.c, v6.10 and v6.12+; brief §4).
 //!
-//! Invariants read [`Fs::observe`]: the current table's bitmaps and slots,
-//! next_fd, RLIMIT_NOFILE, live files with their refcounts, and the ghost log
-//! (allocation decisions with the bitmap they were taken on, who holds which
-//! fd, each fd's occupants, fget progress, fork children).
+//! Invariants read the process by reference ([`World`]): the current table's
+//! bitmaps and slots, next_fd, RLIMIT_NOFILE, live files with their
+//! refcounts, and the ghost log (allocation decisions with the bitmap they
+//! were taken on, who holds which fd, each fd's occupants, fget progress,
+//! fork children).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -13,13 +14,13 @@ use arbitrary::Unstructured;
 use vfsmc_model::exec;
 use vfsmc_model::fdtable::{
     alloc_empty_file, alloc_fd, close_fd, do_prlimit, dup_fd, f_dupfd, fd_install, fget, fget_done,
-    fput, ksys_dup3, put_unused_fd, Base, Bug, Claim, Errno, FgetState, Flavor, Fs, Init,
-    Observation, NR_OPEN_DEFAULT, SYSCTL_NR_OPEN,
+    fput, ksys_dup3, put_unused_fd, Base, Bug, Claim, Errno, FgetState, FileId, Flavor, Fs, Init,
+    NR_OPEN_DEFAULT, SYSCTL_NR_OPEN,
 };
 use vfsmc_model::kernel::task::Task;
-use vfsmc_model::trace::Context;
+use vfsmc_model::trace::{Context, Name};
 
-use crate::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
+use crate::{Check, Expected, Invariant, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
 
 /// An fd argument: a number, or the last fd this thread obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,15 +205,7 @@ impl Reference {
     }
 }
 
-/// The state every scenario starts from, and what its threads run.
-struct Setup {
-    name: &'static str,
-    init: fn() -> Init,
-    threads: &'static [&'static [Op]],
-    /// Whether the RCU grace-period kthread runs beside the threads (else
-    /// pending callbacks run at the end, after every thread joined).
-    gp_kthread: bool,
-}
+// --- initial states --------------------------------------------------------
 
 fn three_open() -> Init {
     Init {
@@ -259,65 +252,96 @@ pub fn generated_init() -> Init {
     }
 }
 
-static SETUPS: &[Setup] = &[
-    Setup {
-        name: "churn",
-        init: three_open,
-        threads: &[
+// --- scenarios -------------------------------------------------------------
+
+/// A scenario made concrete: the state it starts from, what each thread
+/// runs, and whether the RCU grace-period kthread runs beside the threads
+/// (else pending callbacks run at the end, after every thread joined).
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub init: Init,
+    pub threads: Vec<Vec<Op>>,
+    pub gp_kthread: bool,
+}
+
+fn plan(init: Init, threads: &[&[Op]], gp_kthread: bool) -> Plan {
+    Plan {
+        init,
+        threads: threads.iter().map(|p| p.to_vec()).collect(),
+        gp_kthread,
+    }
+}
+
+fn churn(_: &[u8]) -> Plan {
+    plan(
+        three_open(),
+        &[
             &[Op::Open, Op::Close(Fd::Last)],
             &[Op::Close(Fd::N(0)), Op::Open, Op::Open],
         ],
-        gp_kthread: false,
-    },
-    Setup {
-        name: "rlimit-lowered",
-        init: two_open,
-        threads: &[&[Op::Open], &[Op::SetRlimit(2)]],
-        gp_kthread: false,
-    },
-    Setup {
-        name: "expand-vs-fget",
-        init: full_allocated_table,
-        threads: &[&[Op::Open], &[Op::Close(Fd::N(1))], &[Op::Fget(1)]],
-        gp_kthread: true,
-    },
-    Setup {
-        name: "expand-vs-fget-recycled",
-        init: full_allocated_table,
-        threads: &[
+        false,
+    )
+}
+
+fn rlimit_lowered(_: &[u8]) -> Plan {
+    plan(two_open(), &[&[Op::Open], &[Op::SetRlimit(2)]], false)
+}
+
+fn expand_vs_fget(_: &[u8]) -> Plan {
+    plan(
+        full_allocated_table(),
+        &[&[Op::Open], &[Op::Close(Fd::N(1))], &[Op::Fget(1)]],
+        true,
+    )
+}
+
+fn expand_vs_fget_recycled(_: &[u8]) -> Plan {
+    plan(
+        full_allocated_table(),
+        &[
             &[Op::Open],
             &[Op::Close(Fd::N(1)), Op::Dup2(0, 1), Op::Open],
             &[Op::Fget(1)],
         ],
-        gp_kthread: false,
-    },
-    Setup {
-        name: "dup2-vs-open",
-        init: three_open,
-        threads: &[&[Op::Open], &[Op::Dup2(0, 3)]],
-        gp_kthread: false,
-    },
-    Setup {
-        name: "fork-vs-open",
-        init: three_open,
-        threads: &[&[Op::Open], &[Op::Fork]],
-        gp_kthread: false,
-    },
-    Setup {
-        name: "close-vs-fget",
-        init: one_file_twice,
-        threads: &[&[Op::Fget(0)], &[Op::Close(Fd::N(0))]],
-        gp_kthread: false,
-    },
-    Setup {
-        name: "dupfd-vs-close",
-        init: three_open,
-        threads: &[&[Op::DupFd { fd: 2, min: 2 }], &[Op::Close(Fd::N(0))]],
-        gp_kthread: false,
-    },
-];
+        false,
+    )
+}
 
-static SCENARIOS: &[Scenario] = &[
+fn dup2_vs_open(_: &[u8]) -> Plan {
+    plan(three_open(), &[&[Op::Open], &[Op::Dup2(0, 3)]], false)
+}
+
+fn fork_vs_open(_: &[u8]) -> Plan {
+    plan(three_open(), &[&[Op::Open], &[Op::Fork]], false)
+}
+
+fn close_vs_fget(_: &[u8]) -> Plan {
+    plan(
+        one_file_twice(),
+        &[&[Op::Fget(0)], &[Op::Close(Fd::N(0))]],
+        false,
+    )
+}
+
+fn dupfd_vs_close(_: &[u8]) -> Plan {
+    plan(
+        three_open(),
+        &[&[Op::DupFd { fd: 2, min: 2 }], &[Op::Close(Fd::N(0))]],
+        false,
+    )
+}
+
+fn generated(input: &[u8]) -> Plan {
+    Plan {
+        init: generated_init(),
+        threads: decode(input),
+        gp_kthread: false,
+    }
+}
+
+type Row = ScenarioRow<Plan>;
+
+const SCENARIOS: &[Row] = &[
     Scenario {
         name: "churn",
         about: "fds 0-2 open; T0 opens then closes, T1 closes fd 0 and opens twice \
@@ -325,14 +349,18 @@ static SCENARIOS: &[Scenario] = &[
                 full_fds_bits search and the table expands",
         goals: &["full_search", "expanded"],
         loom_bound: Some(2),
+        tier: Tier::Pr,
         generated: false,
+        plan: churn,
     },
     Scenario {
         name: "rlimit-lowered",
         about: "fds 0-1 open; one thread opens while another lowers RLIMIT_NOFILE to 2",
         goals: &["emfile"],
         loom_bound: None,
+        tier: Tier::Pr,
         generated: false,
+        plan: rlimit_lowered,
     },
     Scenario {
         name: "expand-vs-fget",
@@ -340,7 +368,9 @@ static SCENARIOS: &[Scenario] = &[
                 locklessly; the old table is freed by the RCU grace-period kthread",
         goals: &["expanded", "fget_saw_old_table"],
         loom_bound: Some(2),
+        tier: Tier::Pr,
         generated: false,
+        plan: expand_vs_fget,
     },
     Scenario {
         name: "expand-vs-fget-recycled",
@@ -349,35 +379,45 @@ static SCENARIOS: &[Scenario] = &[
                 T2 fgets fd 1 locklessly (old tables are freed at the end)",
         goals: &["expanded", "fget_saw_old_table"],
         loom_bound: Some(2),
+        tier: Tier::Pr,
         generated: false,
+        plan: expand_vs_fget_recycled,
     },
     Scenario {
         name: "dup2-vs-open",
         about: "fds 0-2 open; T0 opens (reserves fd 3), T1 dup2(0, 3)",
         goals: &["dup2_ebusy"],
         loom_bound: None,
+        tier: Tier::Pr,
         generated: false,
+        plan: dup2_vs_open,
     },
     Scenario {
         name: "fork-vs-open",
         about: "fds 0-2 open; T0 opens (reserves fd 3) while T1 forks (dup_fd)",
         goals: &["fork_cleared_reserved"],
         loom_bound: None,
+        tier: Tier::Pr,
         generated: false,
+        plan: fork_vs_open,
     },
     Scenario {
         name: "close-vs-fget",
         about: "fds 0 and 1 share one file; T0 fget(0) while T1 close(0)",
         goals: &["fget_retry"],
         loom_bound: None,
+        tier: Tier::Pr,
         generated: false,
+        plan: close_vs_fget,
     },
     Scenario {
         name: "dupfd-vs-close",
         about: "fds 0-2 open; T0 fcntl(2, F_DUPFD, 2) while T1 close(0)",
         goals: &["start_above_next_fd"],
         loom_bound: None,
+        tier: Tier::Pr,
         generated: false,
+        plan: dupfd_vs_close,
     },
     Scenario {
         name: "generated",
@@ -385,238 +425,490 @@ static SCENARIOS: &[Scenario] = &[
                 (0 and 1 share a file)",
         goals: &[],
         loom_bound: Some(2),
+        tier: Tier::Pr,
         generated: true,
+        plan: generated,
     },
 ];
 
-const fn v(
-    name: &'static str,
-    expected: Expected,
-    witness: &'static str,
-    kernel: &'static str,
-    about: &'static str,
-) -> Variant {
-    Variant {
-        name,
-        expected,
-        witness,
-        kernel,
-        about,
+// --- variants --------------------------------------------------------------
+
+const fn cur(bug: Bug) -> Flavor {
+    Flavor {
+        base: Base::Current,
+        bug: Some(bug),
     }
 }
 
-static VARIANTS: &[Variant] = &[
-    v(
-        "v6.10",
-        Expected::Holds,
-        "",
-        "fs/file.c:alloc_fd,find_next_fd (v6.10)",
-        "before the series: two-level search, unconditional full_fds_bits clear, slot sanity check",
-    ),
-    v(
-        "current",
-        Expected::Holds,
-        "",
-        "fs/file.c:alloc_fd,find_next_fd,__clear_open_fd (v6.12)",
-        "after the series: fast path on the word containing the candidate, conditional clear",
-    ),
-    v(
-        "rlimit-skipped-by-fast-path",
-        Expected::Violates("emfile"),
-        "rlimit-lowered",
-        "fs/file.c:alloc_fd (Yu Ma v1 patch 1, June 2024; found by Mateusz Guzik)",
-        "v1 fast path jumps to success before the fd >= RLIMIT_NOFILE check",
-    ),
-    v(
-        "fast-path-ignores-start-bit",
-        Expected::Violates("lowest_free"),
-        "dupfd-vs-close",
-        "fs/file.c:find_next_fd (review of v2/v3, Jan Kara)",
-        "the fast path searches the candidate's word from bit 0: F_DUPFD gets an fd below min",
-    ),
-    v(
-        "fast-path-drops-word-base",
-        Expected::Violates("unique_fd"),
-        "churn",
-        "fs/file.c:find_next_fd (review of v2/v3, Jan Kara)",
-        "the fast path returns the bit index within the word: an fd already in use",
-    ),
-    v(
-        "conditional-clear-tests-wrong-bit",
-        Expected::Violates("full_fds_bits"),
-        "churn",
-        "fs/file.c:__clear_open_fd (mutant of patch 2/3)",
-        "the conditional clear tests full_fds_bits bit fd, not fd / BITS_PER_LONG",
-    ),
-    v(
-        "put-unused-fd-keeps-next-fd",
-        Expected::Violates("next_fd"),
-        "churn",
-        "fs/file.c:__put_unused_fd (mutant)",
-        "closing an fd below next_fd does not lower next_fd",
-    ),
-    v(
-        "fget-skips-slot-recheck",
-        Expected::Violates("fget_linearizable"),
-        "close-vs-fget",
-        "fs/file.c:__fget_files (before 054aa8d439b9, CVE-2021-4083)",
-        "fget keeps a reference taken after the fd was closed",
-    ),
-    v(
-        "fget-skips-fdt-recheck",
-        Expected::Violates("fget_linearizable"),
-        "expand-vs-fget-recycled",
-        "fs/file.c:__fget_files_rcu (mutant of 0ede61d8589c, v6.7)",
-        "with typesafe files, the old table's stale slot matches a recycled file",
-    ),
-    v(
-        "fget-retry-leaks-ref",
-        Expected::Violates("refs_balanced"),
-        "close-vs-fget",
-        "fs/file.c:__fget_files_rcu (mutant of e386dfc56f83)",
-        "a failed re-check retries without fput",
-    ),
-    v(
-        "free-fdtable-without-grace-period",
-        Expected::Violates("use_after_free"),
-        "expand-vs-fget",
-        "fs/file.c:expand_fdtable (mutant)",
-        "the old table is freed at once, under a lockless reader",
-    ),
-    v(
-        "expand-skips-synchronize-rcu",
-        Expected::Violates("no_lost_install"),
-        "churn",
-        "fs/file.c:expand_fdtable (mutant of 8a81252b774b)",
-        "a lockless fd_install writes into a table that was already copied",
-    ),
-    v(
-        "dup2-ignores-reserved",
-        Expected::Violates("unique_fd"),
-        "dup2-vs-open",
-        "fs/file.c:do_dup2 (the -EBUSY rule)",
-        "dup2 installs over an fd an open has reserved",
-    ),
-    v(
-        "dup-fd-keeps-reserved",
-        Expected::Violates("fork_no_reserved"),
-        "fork-vs-open",
-        "fs/file.c:dup_fd (the rule in its comment)",
-        "the child inherits an open bit with a NULL slot: an fd reserved forever",
-    ),
-];
-
-/// How the model runs each registered variant.
-pub fn flavor(variant: &str) -> Option<Flavor> {
-    let cur = |bug| Flavor {
-        base: Base::Current,
-        bug: Some(bug),
-    };
-    Some(match variant {
-        "v6.10" => Flavor {
+const VARIANTS: &[Variant<Flavor>] = &[
+    Variant {
+        name: "v6.10",
+        expected: Expected::Holds,
+        witness: "",
+        kernel: "fs/file.c:alloc_fd,find_next_fd (v6.10)",
+        about: "before the series: two-level search, unconditional full_fds_bits clear, slot sanity check",
+        code: Flavor {
             base: Base::V6_10,
             bug: None,
         },
-        "current" => Flavor {
+    },
+    Variant {
+        name: "current",
+        expected: Expected::Holds,
+        witness: "",
+        kernel: "fs/file.c:alloc_fd,find_next_fd,__clear_open_fd (v6.12)",
+        about: "after the series: fast path on the word containing the candidate, conditional clear",
+        code: Flavor {
             base: Base::Current,
             bug: None,
         },
-        "rlimit-skipped-by-fast-path" => Flavor {
+    },
+    Variant {
+        name: "rlimit-skipped-by-fast-path",
+        expected: Expected::Violates("emfile"),
+        witness: "rlimit-lowered",
+        kernel: "fs/file.c:alloc_fd (Yu Ma v1 patch 1, June 2024; found by Mateusz Guzik)",
+        about: "v1 fast path jumps to success before the fd >= RLIMIT_NOFILE check",
+        code: Flavor {
             base: Base::V6_10,
             bug: Some(Bug::RlimitSkippedByFastPath),
         },
-        "fast-path-ignores-start-bit" => cur(Bug::FastPathIgnoresStartBit),
-        "fast-path-drops-word-base" => cur(Bug::FastPathDropsWordBase),
-        "conditional-clear-tests-wrong-bit" => cur(Bug::ConditionalClearTestsWrongBit),
-        "put-unused-fd-keeps-next-fd" => cur(Bug::PutUnusedFdKeepsNextFd),
-        "fget-skips-slot-recheck" => cur(Bug::FgetSkipsSlotRecheck),
-        "fget-skips-fdt-recheck" => cur(Bug::FgetSkipsFdtRecheck),
-        "fget-retry-leaks-ref" => cur(Bug::FgetRetryLeaksRef),
-        "free-fdtable-without-grace-period" => cur(Bug::FreeFdtableWithoutGracePeriod),
-        "expand-skips-synchronize-rcu" => cur(Bug::ExpandSkipsSynchronizeRcu),
-        "dup2-ignores-reserved" => cur(Bug::Dup2IgnoresReserved),
-        "dup-fd-keeps-reserved" => cur(Bug::DupFdKeepsReserved),
-        _ => return None,
-    })
+    },
+    Variant {
+        name: "fast-path-ignores-start-bit",
+        expected: Expected::Violates("lowest_free"),
+        witness: "dupfd-vs-close",
+        kernel: "fs/file.c:find_next_fd (review of v2/v3, Jan Kara)",
+        about: "the fast path searches the candidate's word from bit 0: F_DUPFD gets an fd below min",
+        code: cur(Bug::FastPathIgnoresStartBit),
+    },
+    Variant {
+        name: "fast-path-drops-word-base",
+        expected: Expected::Violates("unique_fd"),
+        witness: "churn",
+        kernel: "fs/file.c:find_next_fd (review of v2/v3, Jan Kara)",
+        about: "the fast path returns the bit index within the word: an fd already in use",
+        code: cur(Bug::FastPathDropsWordBase),
+    },
+    Variant {
+        name: "conditional-clear-tests-wrong-bit",
+        expected: Expected::Violates("full_fds_bits"),
+        witness: "churn",
+        kernel: "fs/file.c:__clear_open_fd (mutant of patch 2/3)",
+        about: "the conditional clear tests full_fds_bits bit fd, not fd / BITS_PER_LONG",
+        code: cur(Bug::ConditionalClearTestsWrongBit),
+    },
+    Variant {
+        name: "put-unused-fd-keeps-next-fd",
+        expected: Expected::Violates("next_fd"),
+        witness: "churn",
+        kernel: "fs/file.c:__put_unused_fd (mutant)",
+        about: "closing an fd below next_fd does not lower next_fd",
+        code: cur(Bug::PutUnusedFdKeepsNextFd),
+    },
+    Variant {
+        name: "fget-skips-slot-recheck",
+        expected: Expected::Violates("fget_linearizable"),
+        witness: "close-vs-fget",
+        kernel: "fs/file.c:__fget_files (before 054aa8d439b9, CVE-2021-4083)",
+        about: "fget keeps a reference taken after the fd was closed",
+        code: cur(Bug::FgetSkipsSlotRecheck),
+    },
+    Variant {
+        name: "fget-skips-fdt-recheck",
+        expected: Expected::Violates("fget_linearizable"),
+        witness: "expand-vs-fget-recycled",
+        kernel: "fs/file.c:__fget_files_rcu (mutant of 0ede61d8589c, v6.7)",
+        about: "with typesafe files, the old table's stale slot matches a recycled file",
+        code: cur(Bug::FgetSkipsFdtRecheck),
+    },
+    Variant {
+        name: "fget-retry-leaks-ref",
+        expected: Expected::Violates("refs_balanced"),
+        witness: "close-vs-fget",
+        kernel: "fs/file.c:__fget_files_rcu (mutant of e386dfc56f83)",
+        about: "a failed re-check retries without fput",
+        code: cur(Bug::FgetRetryLeaksRef),
+    },
+    Variant {
+        name: "free-fdtable-without-grace-period",
+        expected: Expected::Violates("use_after_free"),
+        witness: "expand-vs-fget",
+        kernel: "fs/file.c:expand_fdtable (mutant)",
+        about: "the old table is freed at once, under a lockless reader",
+        code: cur(Bug::FreeFdtableWithoutGracePeriod),
+    },
+    Variant {
+        name: "expand-skips-synchronize-rcu",
+        expected: Expected::Violates("no_lost_install"),
+        witness: "churn",
+        kernel: "fs/file.c:expand_fdtable (mutant of 8a81252b774b)",
+        about: "a lockless fd_install writes into a table that was already copied",
+        code: cur(Bug::ExpandSkipsSynchronizeRcu),
+    },
+    Variant {
+        name: "dup2-ignores-reserved",
+        expected: Expected::Violates("unique_fd"),
+        witness: "dup2-vs-open",
+        kernel: "fs/file.c:do_dup2 (the -EBUSY rule)",
+        about: "dup2 installs over an fd an open has reserved",
+        code: cur(Bug::Dup2IgnoresReserved),
+    },
+    Variant {
+        name: "dup-fd-keeps-reserved",
+        expected: Expected::Violates("fork_no_reserved"),
+        witness: "fork-vs-open",
+        kernel: "fs/file.c:dup_fd (the rule in its comment)",
+        about: "the child inherits an open bit with a NULL slot: an fd reserved forever",
+        code: cur(Bug::DupFdKeepsReserved),
+    },
+];
+
+// --- invariants ------------------------------------------------------------
+
+/// What the invariants read: the process, and what fget_linearizable
+/// remembers from step to step.
+pub struct World {
+    pub fs: Fs,
+    seen: Mutex<BTreeMap<Name, Seen>>,
 }
 
-static INVARIANTS: &[Invariant] = &[
-    Invariant {
-        name: "use_after_free",
-        about: "no reader touches a freed fdtable (raised by the slab on access)",
-    },
+/// Per fget thread: the (fd, file) being held, and whether that file was
+/// seen installed at fd since the reference was taken.
+type Seen = ((u32, FileId), bool);
+
+type Inv = Invariant<Check<World>>;
+
+const INVARIANTS: &[Inv] = &[
     Invariant {
         name: "unique_fd",
         about: "F1/F7: no fd is handed out twice (reserved or installed by two callers)",
+        check: Check::Step(unique_fd),
     },
     Invariant {
         name: "lowest_free",
         about: "F2: alloc_fd returns the lowest fd >= start that was free when it decided",
+        check: Check::Step(lowest_free),
     },
     Invariant {
         name: "emfile",
         about: "F5: the fd returned is below RLIMIT_NOFILE; -EMFILE only when no fd below it is free",
+        check: Check::Step(emfile),
     },
     Invariant {
         name: "full_fds_bits",
         about: "F4: full_fds_bits bit i is set iff word i of open_fds is all ones",
+        check: Check::Step(full_fds_bits),
     },
     Invariant {
         name: "next_fd",
         about: "F3: every fd below next_fd is open (next_fd never exceeds the lowest free fd)",
-    },
-    Invariant {
-        name: "fget_linearizable",
-        about: "F9: fget returns a file installed at the fd at some instant after its reference was taken",
+        check: Check::Step(next_fd),
     },
     Invariant {
         name: "fork_no_reserved",
         about: "F8: a fork child's table has no open fd with a NULL slot",
+        check: Check::Step(fork_no_reserved),
+    },
+    Invariant {
+        name: "fget_linearizable",
+        about: "F9: fget returns a file installed at the fd at some instant after its reference was taken",
+        check: Check::Step(fget_linearizable),
     },
     Invariant {
         name: "no_lost_install",
         about: "F6: at the end every installed file is in its slot of the current table",
+        check: Check::End(no_lost_install),
     },
     Invariant {
         name: "refs_balanced",
         about: "F10: at the end each live file's refcount equals the slots holding it",
+        check: Check::End(refs_balanced),
     },
 ];
 
 /// The fd table model.
 pub struct Fdtable;
 
-static REGISTRY: Registry = Registry {
-    name: "fdtable",
-    about: "fs/file.c fd allocation (bitmap fast path), RCU table resize, lockless fget",
-    variants: VARIANTS,
-    scenarios: SCENARIOS,
-    invariants: INVARIANTS,
-};
+impl Spec for Fdtable {
+    type Code = Flavor;
+    type Plan = Plan;
+    type State = World;
 
-impl Model for Fdtable {
-    fn registry(&self) -> &'static Registry {
-        &REGISTRY
+    const NAME: &'static str = "fdtable";
+    const ABOUT: &'static str =
+        "fs/file.c fd allocation (bitmap fast path), RCU table resize, lockless fget";
+
+    fn variants() -> &'static [Variant<Flavor>] {
+        VARIANTS
+    }
+    fn scenarios() -> &'static [Row] {
+        SCENARIOS
+    }
+    fn invariants() -> &'static [Inv] {
+        INVARIANTS
     }
 
-    fn execute(&self, run: &Run) {
-        let flavor = flavor(&run.variant).expect("the checker only runs registered variants");
-        if run.scenario == "generated" {
-            let threads = decode(&run.input);
-            execute(flavor, generated_init(), threads, false);
-        } else {
-            let s = SETUPS
+    fn execute(flavor: Flavor, plan: &Plan, watch: &Watch<Self>) {
+        let world = Arc::new(World {
+            fs: Fs::new(flavor, &plan.init),
+            seen: Mutex::new(BTreeMap::new()),
+        });
+        watch.start(&world);
+        let handles: Vec<_> = plan
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(i, ops)| {
+                let (w, ops) = (world.clone(), ops.clone());
+                let name = format!("T{i}");
+                exec::spawn(&name.clone(), move || {
+                    let t = Task::new(&name, Context::Task);
+                    run_program(&w.fs, &t, &ops);
+                })
+            })
+            .collect();
+        let gp = plan.gp_kthread.then(|| {
+            let w = world.clone();
+            exec::spawn("rcu_gp", move || {
+                let t = Task::new("rcu_gp", Context::Kthread);
+                w.fs.rcu.gp_kthread(&t);
+            })
+        });
+        for h in handles {
+            h.join();
+        }
+        world.fs.rcu.stop_gp_kthread();
+        if let Some(h) = gp {
+            h.join();
+        }
+        let main = Task::new("main", Context::Task);
+        world.fs.rcu.rcu_barrier(&main);
+        watch.finish("main", &world);
+    }
+
+    fn render(w: &World) -> String {
+        render(&w.fs)
+    }
+}
+
+/// Runs one thread program on a fresh process sequentially, on the calling
+/// model thread (inside an engine): the system under the proptest.
+pub fn run_single(variant: &str, init: &Init, ops: &[Op]) -> Vec<OpResult> {
+    let flavor = VARIANTS
+        .iter()
+        .find(|v| v.name == variant)
+        .expect("a registered variant")
+        .code;
+    let fs = Fs::new(flavor, init);
+    let t = Task::new("T0", Context::Task);
+    let results = run_program(&fs, &t, ops);
+    let main = Task::new("main", Context::Task);
+    fs.rcu.rcu_barrier(&main);
+    results
+}
+
+fn unique_fd(w: &World) -> Result<(), String> {
+    for (fd, claims) in &w.fs.ghost().claims {
+        if claims.len() > 1 {
+            let who: Vec<String> = claims
                 .iter()
-                .find(|s| s.name == run.scenario)
-                .expect("the checker only runs registered scenarios");
-            execute(
-                flavor,
-                (s.init)(),
-                s.threads.iter().map(|p| p.to_vec()).collect(),
-                s.gp_kthread,
-            );
+                .map(|c| match c {
+                    Claim::Reserved { by } => format!("reserved by {by}"),
+                    Claim::Installed { by, file } => format!("{file} installed by {by}"),
+                })
+                .collect();
+            return Err(format!("fd {fd} handed out twice: {}", who.join(", ")));
         }
     }
+    Ok(())
+}
+
+fn lowest_free(w: &World) -> Result<(), String> {
+    for a in &w.fs.ghost().allocs {
+        if let Ok(fd) = a.result {
+            let want = a.lowest_free(a.start);
+            if fd != want {
+                return Err(format!(
+                    "{}: alloc_fd(start {}) returned {fd}; the lowest free fd ≥ {} was {want}",
+                    a.thread, a.start, a.start
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn emfile(w: &World) -> Result<(), String> {
+    for a in &w.fs.ghost().allocs {
+        match a.result {
+            Ok(fd) if fd >= a.end => {
+                return Err(format!(
+                    "{}: alloc_fd returned {fd} although RLIMIT_NOFILE was {}",
+                    a.thread, a.end
+                ))
+            }
+            Err(Errno::Emfile) => {
+                let free = a.lowest_free(a.start);
+                if free < a.end.min(SYSCTL_NR_OPEN) {
+                    return Err(format!(
+                        "{}: -EMFILE although fd {free} < RLIMIT_NOFILE {} was free",
+                        a.thread, a.end
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn full_fds_bits(w: &World) -> Result<(), String> {
+    w.fs.current_table().bits.peek(|b| {
+        for word in 0..b.full_fds_bits.nbits() {
+            let full = b.open_fds.word_is_full(word);
+            if b.full_fds_bits.bit(word) != full {
+                return Err(format!(
+                    "full_fds_bits[{word}] = {} but open_fds word {word} is {}full",
+                    u8::from(b.full_fds_bits.bit(word)),
+                    if full { "" } else { "not " }
+                ));
+            }
+        }
+        Ok(())
+    })
+}
+
+fn next_fd(w: &World) -> Result<(), String> {
+    let table = w.fs.current_table();
+    let free = table
+        .bits
+        .peek(|b| (0..).find(|&fd| !b.open_fds.bit(fd)).unwrap_or(0));
+    let next_fd = w.fs.next_fd();
+    if next_fd > free {
+        return Err(format!("next_fd is {next_fd} but fd {free} is free"));
+    }
+    Ok(())
+}
+
+fn fork_no_reserved(w: &World) -> Result<(), String> {
+    for (i, c) in w.fs.ghost().children.iter().enumerate() {
+        for (fd, (&open, &slot)) in c.open.iter().zip(&c.slots).enumerate() {
+            if open && slot == 0 {
+                return Err(format!(
+                    "fork child {i}: fd {fd} is open with a NULL slot (reserved forever)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn fget_linearizable(w: &World) -> Result<(), String> {
+    let ghost = w.fs.ghost();
+    let mut seen = w.seen.lock().unwrap_or_else(|p| p.into_inner());
+    seen.retain(|t, _| ghost.fgets.contains_key(t));
+    for (&thread, st) in &ghost.fgets {
+        let (fd, file, returned) = match *st {
+            FgetState::Holding { fd, file } => (fd, file, false),
+            FgetState::Returned { fd, file } => (fd, file, true),
+        };
+        let entry = seen.entry(thread).or_insert(((fd, file), false));
+        if entry.0 != (fd, file) {
+            *entry = ((fd, file), false);
+        }
+        if ghost
+            .occupants
+            .get(&fd)
+            .is_some_and(|occ| occ.contains(&file))
+        {
+            entry.1 = true;
+        }
+        if returned && !entry.1 {
+            return Err(format!(
+                "{thread}: fget({fd}) returned {file}, which was not installed at fd {fd} at any \
+                 instant after the reference was taken"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn no_lost_install(w: &World) -> Result<(), String> {
+    let table = w.fs.current_table();
+    for (fd, claims) in &w.fs.ghost().claims {
+        for c in claims {
+            if let Claim::Installed { file, by } = c {
+                let slot = table.fd.get(*fd as usize).map_or(0, |a| a.peek());
+                if slot != file.obj {
+                    return Err(format!(
+                        "{file} installed at fd {fd} by {by} is lost: the current table's slot holds {}",
+                        if slot == 0 { "NULL".to_string() } else { format!("file#{slot}") }
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn refs_balanced(w: &World) -> Result<(), String> {
+    let table = w.fs.current_table();
+    let ghost = w.fs.ghost();
+    for (file, refs) in w.fs.live_files() {
+        let in_table = table.fd.iter().filter(|s| s.peek() == file.obj).count();
+        let in_children: usize = ghost
+            .children
+            .iter()
+            .map(|c| c.slots.iter().filter(|&&s| s == file.obj).count())
+            .sum();
+        let owners = (in_table + in_children) as u64;
+        if refs != owners {
+            return Err(format!(
+                "{file} has refcount {refs} but {owners} slot(s) hold it"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn render(fs: &Fs) -> String {
+    let table = fs.current_table();
+    let slots: Vec<String> = table
+        .fd
+        .iter()
+        .map(|s| match s.peek() {
+            0 => "-".to_string(),
+            s => format!("#{s}"),
+        })
+        .collect();
+    let claims: Vec<String> = fs
+        .ghost()
+        .claims
+        .iter()
+        .map(|(fd, c)| {
+            let who: Vec<String> = c
+                .iter()
+                .map(|c| match c {
+                    Claim::Reserved { by } => format!("R:{by}"),
+                    Claim::Installed { by, file } => format!("{file}:{by}"),
+                })
+                .collect();
+            format!("{fd}={}", who.join("+"))
+        })
+        .collect();
+    let (open_fds, full) = table
+        .bits
+        .peek(|b| (b.open_fds.to_string(), b.full_fds_bits.to_string()));
+    format!(
+        "fdtable#{} max_fds {} next_fd {} RLIMIT_NOFILE {}\nopen_fds {open_fds} full_fds_bits {full}\nslots [{}]\nclaims {}",
+        fs.files.fdt.peek(),
+        table.max_fds,
+        fs.next_fd(),
+        fs.rlimit(),
+        slots.join(" "),
+        claims.join(" ")
+    )
 }
 
 /// Decodes thread programs from scenario bytes: 2-3 threads of 1-3 calls,
@@ -675,290 +967,4 @@ pub fn encode(threads: &[Vec<Op>]) -> Vec<u8> {
         }
     }
     out
-}
-
-/// Runs one thread program on a fresh process sequentially, on the calling
-/// model thread (inside an engine): the system under the proptest.
-pub fn run_single(variant: &str, init: &Init, ops: &[Op]) -> Vec<OpResult> {
-    let flavor = flavor(variant).expect("a registered variant");
-    let fs = Fs::new(flavor, init);
-    let t = Task::new("T0", Context::Task);
-    let results = run_program(&fs, &t, ops);
-    let main = Task::new("main", Context::Task);
-    fs.rcu.rcu_barrier(&main);
-    results
-}
-
-fn execute(flavor: Flavor, init: Init, threads: Vec<Vec<Op>>, gp_kthread: bool) {
-    let fs = Arc::new(Fs::new(flavor, &init));
-    register_invariants(&fs);
-    let obs = fs.clone();
-    exec::observe(move || render(&obs.observe()));
-    let handles: Vec<_> = threads
-        .into_iter()
-        .enumerate()
-        .map(|(i, ops)| {
-            let fs = fs.clone();
-            let name = format!("T{i}");
-            exec::spawn(&name.clone(), move || {
-                let t = Task::new(&name, Context::Task);
-                run_program(&fs, &t, &ops);
-            })
-        })
-        .collect();
-    let gp = gp_kthread.then(|| {
-        let fs = fs.clone();
-        exec::spawn("rcu_gp", move || {
-            let t = Task::new("rcu_gp", Context::Kthread);
-            fs.rcu.gp_kthread(&t);
-        })
-    });
-    for h in handles {
-        h.join();
-    }
-    fs.rcu.stop_gp_kthread();
-    if let Some(h) = gp {
-        h.join();
-    }
-    let main = Task::new("main", Context::Task);
-    fs.rcu.rcu_barrier(&main);
-    let o = fs.observe();
-    exec::check_final("main", "no_lost_install", || no_lost_install(&o));
-    exec::check_final("main", "refs_balanced", || refs_balanced(&o));
-}
-
-/// An invariant checked after every step.
-type StepCheck = fn(&Observation) -> Result<(), String>;
-
-fn register_invariants(fs: &Arc<Fs>) {
-    let checks: [(&str, StepCheck); 6] = [
-        ("unique_fd", unique_fd),
-        ("lowest_free", lowest_free),
-        ("emfile", emfile),
-        ("full_fds_bits", full_fds_bits),
-        ("next_fd", next_fd),
-        ("fork_no_reserved", fork_no_reserved),
-    ];
-    for (name, check) in checks {
-        let fs = fs.clone();
-        exec::invariant(name, move || check(&fs.observe()));
-    }
-    let fs = fs.clone();
-    let seen = Mutex::new(BTreeMap::new());
-    exec::invariant("fget_linearizable", move || {
-        fget_linearizable(
-            &fs.observe(),
-            &mut seen.lock().unwrap_or_else(|p| p.into_inner()),
-        )
-    });
-}
-
-/// The lowest fd ≥ `start` free in `open` (fds past the table are free).
-fn lowest_free_in(open: &[bool], start: u32) -> u32 {
-    (start..)
-        .find(|&fd| !open.get(fd as usize).copied().unwrap_or(false))
-        .unwrap_or(start)
-}
-
-fn unique_fd(o: &Observation) -> Result<(), String> {
-    for (fd, claims) in &o.ghost.claims {
-        if claims.len() > 1 {
-            let who: Vec<String> = claims
-                .iter()
-                .map(|c| match c {
-                    Claim::Reserved { by } => format!("reserved by {by}"),
-                    Claim::Installed { by, file } => format!("{file} installed by {by}"),
-                })
-                .collect();
-            return Err(format!("fd {fd} handed out twice: {}", who.join(", ")));
-        }
-    }
-    Ok(())
-}
-
-fn lowest_free(o: &Observation) -> Result<(), String> {
-    for a in &o.ghost.allocs {
-        if let Ok(fd) = a.result {
-            let want = lowest_free_in(&a.open_before, a.start);
-            if fd != want {
-                return Err(format!(
-                    "{}: alloc_fd(start {}) returned {fd}; the lowest free fd ≥ {} was {want}",
-                    a.thread, a.start, a.start
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn emfile(o: &Observation) -> Result<(), String> {
-    for a in &o.ghost.allocs {
-        match a.result {
-            Ok(fd) if fd >= a.end => {
-                return Err(format!(
-                    "{}: alloc_fd returned {fd} although RLIMIT_NOFILE was {}",
-                    a.thread, a.end
-                ))
-            }
-            Err(Errno::Emfile) => {
-                let free = lowest_free_in(&a.open_before, a.start);
-                if free < a.end.min(SYSCTL_NR_OPEN) {
-                    return Err(format!(
-                        "{}: -EMFILE although fd {free} < RLIMIT_NOFILE {} was free",
-                        a.thread, a.end
-                    ));
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-fn full_fds_bits(o: &Observation) -> Result<(), String> {
-    let b = &o.table.bits;
-    for w in 0..b.full_fds_bits.nbits() {
-        let full = b.open_fds.word_is_full(w);
-        if b.full_fds_bits.bit(w) != full {
-            return Err(format!(
-                "full_fds_bits[{w}] = {} but open_fds word {w} is {}full",
-                u8::from(b.full_fds_bits.bit(w)),
-                if full { "" } else { "not " }
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn next_fd(o: &Observation) -> Result<(), String> {
-    let open: Vec<bool> = (0..o.table.max_fds)
-        .map(|i| o.table.bits.open_fds.bit(i))
-        .collect();
-    let free = lowest_free_in(&open, 0);
-    if o.next_fd > free {
-        return Err(format!("next_fd is {} but fd {free} is free", o.next_fd));
-    }
-    Ok(())
-}
-
-fn fork_no_reserved(o: &Observation) -> Result<(), String> {
-    for (i, c) in o.ghost.children.iter().enumerate() {
-        for (fd, (&open, &slot)) in c.open.iter().zip(&c.slots).enumerate() {
-            if open && slot == 0 {
-                return Err(format!(
-                    "fork child {i}: fd {fd} is open with a NULL slot (reserved forever)"
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Per fget thread: the (fd, file) being held, and whether that file was
-/// seen installed at fd since the reference was taken.
-type Seen = BTreeMap<String, ((u32, vfsmc_model::fdtable::FileId), bool)>;
-
-fn fget_linearizable(o: &Observation, seen: &mut Seen) -> Result<(), String> {
-    seen.retain(|t, _| o.ghost.fgets.contains_key(t));
-    for (thread, st) in &o.ghost.fgets {
-        let (fd, file, returned) = match *st {
-            FgetState::Holding { fd, file } => (fd, file, false),
-            FgetState::Returned { fd, file } => (fd, file, true),
-        };
-        let entry = seen.entry(thread.clone()).or_insert(((fd, file), false));
-        if entry.0 != (fd, file) {
-            *entry = ((fd, file), false);
-        }
-        if o.ghost
-            .occupants
-            .get(&fd)
-            .is_some_and(|occ| occ.contains(&file))
-        {
-            entry.1 = true;
-        }
-        if returned && !entry.1 {
-            return Err(format!(
-                "{thread}: fget({fd}) returned {file}, which was not installed at fd {fd} at any \
-                 instant after the reference was taken"
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn no_lost_install(o: &Observation) -> Result<(), String> {
-    for (fd, claims) in &o.ghost.claims {
-        for c in claims {
-            if let Claim::Installed { file, by } = c {
-                let slot = o.table.slots.get(*fd as usize).copied().unwrap_or(0);
-                if slot != file.obj {
-                    return Err(format!(
-                        "{file} installed at fd {fd} by {by} is lost: the current table's slot holds {}",
-                        if slot == 0 { "NULL".to_string() } else { format!("file#{slot}") }
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-fn refs_balanced(o: &Observation) -> Result<(), String> {
-    for &(file, refs) in &o.live_files {
-        let in_table = o.table.slots.iter().filter(|&&s| s == file.obj).count();
-        let in_children: usize = o
-            .ghost
-            .children
-            .iter()
-            .map(|c| c.slots.iter().filter(|&&s| s == file.obj).count())
-            .sum();
-        let owners = (in_table + in_children) as u64;
-        if refs != owners {
-            return Err(format!(
-                "{file} has refcount {refs} but {owners} slot(s) hold it"
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn render(o: &Observation) -> String {
-    let slots: Vec<String> = o
-        .table
-        .slots
-        .iter()
-        .map(|&s| {
-            if s == 0 {
-                "-".to_string()
-            } else {
-                format!("#{s}")
-            }
-        })
-        .collect();
-    let claims: Vec<String> = o
-        .ghost
-        .claims
-        .iter()
-        .map(|(fd, c)| {
-            let who: Vec<String> = c
-                .iter()
-                .map(|c| match c {
-                    Claim::Reserved { by } => format!("R:{by}"),
-                    Claim::Installed { by, file } => format!("{file}:{by}"),
-                })
-                .collect();
-            format!("{fd}={}", who.join("+"))
-        })
-        .collect();
-    format!(
-        "fdtable#{} max_fds {} next_fd {} RLIMIT_NOFILE {}\nopen_fds {} full_fds_bits {}\nslots [{}]\nclaims {}",
-        o.table.obj,
-        o.table.max_fds,
-        o.next_fd,
-        o.rlimit,
-        o.table.bits.open_fds,
-        o.table.bits.full_fds_bits,
-        slots.join(" "),
-        claims.join(" ")
-    )
 }

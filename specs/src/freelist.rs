@@ -7,30 +7,32 @@
 //! has IRQs enabled, an NMI that calls `kmalloc_nolock`, and preemption with
 //! migration to the other CPU (requested by the driver thread).
 //!
-//! Invariants read [`Observation`]s only: lists walked through the objects'
-//! free pointers, tids, and the ghost record of who holds which object.
+//! Invariants read the allocator by reference: lists walked through the
+//! objects' free pointers (fixed-size [`Chain`]s), tids, and the ghost
+//! record of who holds which object.
 
 use std::sync::{Arc, Mutex};
 
 use arbitrary::{Arbitrary, Unstructured};
 use vfsmc_model::exec;
-use vfsmc_model::freelist::{obj_name, Holder, Observation, Setup, Slub, Variant as Code};
+use vfsmc_model::freelist::{obj_name, Chain, Holder, Setup, Slub, Variant as Code};
 use vfsmc_model::kernel::percpu::{Cpus, OnCpu};
 use vfsmc_model::kernel::task::Task;
 use vfsmc_model::trace::Context;
 
-use crate::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
+use crate::{Check, Expected, Invariant, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
 
 /// The `freelist` model.
 pub struct Freelist;
 
-static VARIANTS: &[Variant] = &[
+const VARIANTS: &[Variant<Code>] = &[
     Variant {
         name: "classic",
         expected: Expected::Holds,
         witness: "",
         kernel: "mm/slub.c:__slab_alloc_node, do_slab_free, ___slab_alloc (v6.12); kmalloc_nolock (v6.18)",
         about: "tid + CPU-local double-width cmpxchg, CPU-unique tids, slow path under the local lock",
+        code: Code::Classic,
     },
     Variant {
         name: "pointer-only",
@@ -38,6 +40,7 @@ static VARIANTS: &[Variant] = &[
         witness: "irq",
         kernel: "mm/slub.c:__update_cpu_freelist_fast (v6.12) without the tid (the ABA of the seed thread)",
         about: "the cmpxchg compares the freelist pointer only: IRQ allocs A, allocs B, frees A; the stale CAS succeeds",
+        code: Code::PointerOnly,
     },
     Variant {
         name: "shared-tid",
@@ -45,6 +48,7 @@ static VARIANTS: &[Variant] = &[
         witness: "migrate",
         kernel: "mm/slub.c:TID_STEP, init_tid (v6.12) with the !CONFIG_PREEMPTION encoding on a preemptible kernel",
         about: "tids are not CPU-unique: a migrated free's cmpxchg lands on the other CPU's equal pair",
+        code: Code::SharedTid,
     },
     Variant {
         name: "load-freelist-no-tid",
@@ -52,6 +56,7 @@ static VARIANTS: &[Variant] = &[
         witness: "slowpath",
         kernel: "mm/slub.c:___slab_alloc label load_freelist (v6.12) without next_tid",
         about: "the slow path replaces c->freelist but leaves c->tid as it was",
+        code: Code::LoadFreelistNoTid,
     },
     Variant {
         name: "flush-no-tid",
@@ -59,6 +64,7 @@ static VARIANTS: &[Variant] = &[
         witness: "flush",
         kernel: "mm/slub.c:flush_slab (v6.12) without next_tid",
         about: "a flush IPI empties c->freelist and leaves c->tid as it was",
+        code: Code::FlushNoTid,
     },
     Variant {
         name: "nolock-no-lock-check",
@@ -66,6 +72,7 @@ static VARIANTS: &[Variant] = &[
         witness: "nmi",
         kernel: "mm/slub.c:kmalloc_nolock (v6.18) without the local_lock_is_locked check (brief 5.5.5)",
         about: "an NMI's fast path pops the object the interrupted slow path is about to return",
+        code: Code::NolockNoLockCheck,
     },
     Variant {
         name: "guzik-8byte",
@@ -73,6 +80,7 @@ static VARIANTS: &[Variant] = &[
         witness: "",
         kernel: "Guzik, linux-fsdevel 15 Aug 2024 (proposal, unmerged): pending marker, IRQ fallback list",
         about: "8-byte cmpxchg; marker saved/restored; preemption off in fast paths; drain with IRQs off",
+        code: Code::Guzik8Byte,
     },
     Variant {
         name: "guzik-flag",
@@ -80,6 +88,7 @@ static VARIANTS: &[Variant] = &[
         witness: "irq",
         kernel: "Guzik, 15 Aug 2024 (proposal) with the marker as a set/clear flag",
         about: "the IRQ's own allocation clears the task's marker; its free then goes to the freelist: ABA",
+        code: Code::GuzikFlag,
     },
     Variant {
         name: "guzik-preemptible",
@@ -87,6 +96,7 @@ static VARIANTS: &[Variant] = &[
         witness: "migrate",
         kernel: "Guzik, 15 Aug 2024 (proposal) with preemption enabled in the fast paths",
         about: "no tid: a migrated free's 8-byte cmpxchg succeeds on the other CPU's equal (NULL) head",
+        code: Code::GuzikPreemptible,
     },
     Variant {
         name: "guzik-drain-irqs-on",
@@ -94,6 +104,7 @@ static VARIANTS: &[Variant] = &[
         witness: "guzik-drain",
         kernel: "Guzik, 15 Aug 2024 (proposal) draining the fallback list without disabling IRQs",
         about: "an IRQ free pushed onto the fallback list is overwritten by the drain's store: object lost",
+        code: Code::GuzikDrainIrqsOn,
     },
     Variant {
         name: "guzik-no-drain",
@@ -101,6 +112,7 @@ static VARIANTS: &[Variant] = &[
         witness: "guzik-drain",
         kernel: "Guzik, 15 Aug 2024 (proposal) without the fallback-list drain",
         about: "objects diverted to the fallback list are never allocated again",
+        code: Code::GuzikNoDrain,
     },
     Variant {
         name: "guzik-nmi",
@@ -108,35 +120,19 @@ static VARIANTS: &[Variant] = &[
         witness: "guzik-nmi",
         kernel: "Guzik, 15 Aug 2024 (proposal) + mm/slub.c:kmalloc_nolock (v6.18) NMI allocations",
         about: "an NMI landing in the task's IRQs-off drain drains the same fallback head",
+        code: Code::GuzikNmi,
     },
 ];
 
-/// The variant's code in the model.
-fn code(name: &str) -> Code {
-    match name {
-        "classic" => Code::Classic,
-        "pointer-only" => Code::PointerOnly,
-        "shared-tid" => Code::SharedTid,
-        "load-freelist-no-tid" => Code::LoadFreelistNoTid,
-        "flush-no-tid" => Code::FlushNoTid,
-        "nolock-no-lock-check" => Code::NolockNoLockCheck,
-        "guzik-8byte" => Code::Guzik8Byte,
-        "guzik-flag" => Code::GuzikFlag,
-        "guzik-preemptible" => Code::GuzikPreemptible,
-        "guzik-drain-irqs-on" => Code::GuzikDrainIrqsOn,
-        "guzik-no-drain" => Code::GuzikNoDrain,
-        "guzik-nmi" => Code::GuzikNmi,
-        other => panic!("freelist: unknown variant {other}"),
-    }
-}
-
-static SCENARIOS: &[Scenario] = &[
+const SCENARIOS: &[ScenarioRow<Plan>] = &[
     Scenario {
         name: "irq",
         about: "1 CPU, 3 objects on c->freelist; task: alloc, free; IRQ: alloc, alloc, free the first",
         goals: &["interrupted-alloc-fastpath", "cmpxchg-retry"],
         loom_bound: None,
         generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("irq"),
     },
     Scenario {
         name: "slowpath",
@@ -144,6 +140,8 @@ static SCENARIOS: &[Scenario] = &[
         goals: &["load-freelist", "interrupted-alloc-fastpath"],
         loom_bound: None,
         generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("slowpath"),
     },
     Scenario {
         name: "flush",
@@ -151,6 +149,8 @@ static SCENARIOS: &[Scenario] = &[
         goals: &["interrupted-alloc-fastpath", "cmpxchg-retry", "load-freelist"],
         loom_bound: None,
         generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("flush"),
     },
     Scenario {
         name: "nmi",
@@ -158,6 +158,8 @@ static SCENARIOS: &[Scenario] = &[
         goals: &["nmi-inside-slowpath", "load-freelist"],
         loom_bound: None,
         generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("nmi"),
     },
     Scenario {
         name: "migrate",
@@ -165,6 +167,8 @@ static SCENARIOS: &[Scenario] = &[
         goals: &["remote-free"],
         loom_bound: None,
         generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("migrate"),
     },
     Scenario {
         name: "guzik-drain",
@@ -172,6 +176,8 @@ static SCENARIOS: &[Scenario] = &[
         goals: &["drain-irq-freelist", "free-diverted"],
         loom_bound: None,
         generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("guzik-drain"),
     },
     Scenario {
         name: "guzik-nmi",
@@ -179,6 +185,8 @@ static SCENARIOS: &[Scenario] = &[
         goals: &["drain-irq-freelist"],
         loom_bound: None,
         generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("guzik-nmi"),
     },
     Scenario {
         name: "generated",
@@ -186,75 +194,85 @@ static SCENARIOS: &[Scenario] = &[
         goals: &[],
         loom_bound: Some(2),
         generated: true,
+        tier: Tier::Pr,
+        plan: Plan::generated,
     },
 ];
 
-static INVARIANTS: &[Invariant] = &[
+const INVARIANTS: &[Invariant<Check<World>>] = &[
     Invariant {
         name: "no_double_alloc",
         about: "no object is handed out twice, and no allocated object is on a freelist (S1)",
+        check: Check::Step(no_double_alloc),
     },
     Invariant {
         name: "conservation",
         about: "every object is on a list (freelists, slab freelists, fallback lists) or held: none lost",
+        check: Check::Step(conservation),
     },
     Invariant {
         name: "freelist_integrity",
         about: "each list is acyclic, on at most one list, and holds only objects of its CPU's slab (S2)",
+        check: Check::Step(freelist_integrity),
     },
     Invariant {
         name: "tid_monotonic",
         about: "c->tid never decreases, and every change of c->freelist comes with a larger tid (S3)",
+        check: Check::Step(tid_monotonic),
     },
     Invariant {
         name: "no_stranded",
         about: "after the threads finish, allocating until NULL on every CPU returns every free object (S7)",
+        check: Check::End(no_stranded),
     },
 ];
 
-/// Whether a holding variant is checked on a hand-written scenario: the
-/// kernel's design runs without the proposal's fallback list and the proposal
-/// is checked in the contexts its mail covers (task, IRQ, preemption; NMIs
-/// did not allocate in 2024: `guzik-nmi` is a witness only).
-fn applies(variant: &str, scenario: &str) -> bool {
-    let guzik = code(variant).is_guzik();
-    match scenario {
-        "nmi" => !guzik,
-        "guzik-drain" => guzik,
-        "guzik-nmi" => false,
-        _ => true,
-    }
+/// What the invariants read: the allocator, and the last `{head, tid}`
+/// seen per CPU (for `tid_monotonic`).
+pub struct World {
+    pub slub: Slub,
+    last: Mutex<Vec<Option<(u64, u64)>>>,
 }
 
-static REGISTRY: Registry = Registry {
-    name: "freelist",
-    about: "mm/slub.c per-CPU ABA-safe freelist {freelist, tid} and Guzik's 8-byte proposal",
-    variants: VARIANTS,
-    scenarios: SCENARIOS,
-    invariants: INVARIANTS,
-};
+impl Spec for Freelist {
+    type Code = Code;
+    type Plan = Plan;
+    type State = World;
 
-impl Model for Freelist {
-    fn registry(&self) -> &'static Registry {
-        &REGISTRY
+    const NAME: &'static str = "freelist";
+    const ABOUT: &'static str =
+        "mm/slub.c per-CPU ABA-safe freelist {freelist, tid} and Guzik's 8-byte proposal";
+
+    fn variants() -> &'static [Variant<Code>] {
+        VARIANTS
+    }
+    fn scenarios() -> &'static [ScenarioRow<Plan>] {
+        SCENARIOS
+    }
+    fn invariants() -> &'static [Invariant<Check<World>>] {
+        INVARIANTS
     }
 
-    fn scenarios_for(&self, v: &Variant) -> Vec<&'static Scenario> {
-        match v.expected {
-            Expected::Violates(_) => self.scenario(v.witness).into_iter().collect(),
-            Expected::Holds => SCENARIOS
-                .iter()
-                .filter(|s| !s.generated && applies(v.name, s.name))
-                .collect(),
+    fn execute(code: Code, plan: &Plan, watch: &Watch<Self>) {
+        execute(code, plan, watch);
+    }
+
+    fn render(w: &World) -> String {
+        w.slub.render()
+    }
+
+    /// The kernel's design runs without the proposal's fallback list and the
+    /// proposal is checked in the contexts its mail covers (task, IRQ,
+    /// preemption; NMIs did not allocate in 2024: `guzik-nmi` is a witness
+    /// only).
+    fn applies(code: Code, scenario: &'static str) -> bool {
+        let guzik = code.is_guzik();
+        match scenario {
+            "nmi" => !guzik,
+            "guzik-drain" => guzik,
+            "guzik-nmi" => false,
+            _ => true,
         }
-    }
-    fn execute(&self, run: &Run) {
-        let plan = if run.scenario == "generated" {
-            Plan::generated(&run.input)
-        } else {
-            Plan::named(&run.scenario)
-        };
-        execute(code(&run.variant), plan);
     }
 }
 
@@ -464,20 +482,23 @@ fn run_program(slub: &Slub, c: &OnCpu, name: &str, setup: &Setup, ops: &[Op]) {
 }
 
 /// One execution of `plan` on `variant`.
-fn execute(variant: Code, plan: Plan) {
+fn execute(variant: Code, plan: &Plan, watch: &Watch<Freelist>) {
     let setup = plan.setup.clone();
-    let slub = Arc::new(Slub::new(variant, &setup));
+    let world = Arc::new(World {
+        slub: Slub::new(variant, &setup),
+        last: Mutex::new(vec![None; setup.cpu_slab.len()]),
+    });
     let cpus = Arc::new(Cpus::new(setup.cpu_slab.len()));
-    register(&slub);
+    watch.start(&world);
     let handles: Vec<_> = plan
         .threads
         .iter()
         .cloned()
         .map(|(name, actor, ops)| {
-            let (slub, cpus, setup) = (slub.clone(), cpus.clone(), setup.clone());
+            let (world, cpus, setup) = (world.clone(), cpus.clone(), setup.clone());
             exec::spawn(&name.clone(), move || {
                 let run = |t: &Task, c: OnCpu| {
-                    run_program(&slub, &c, t.name(), &setup, &ops);
+                    run_program(&world.slub, &c, t.name(), &setup, &ops);
                     c.leave();
                 };
                 match actor {
@@ -504,141 +525,117 @@ fn execute(variant: Code, plan: Plan) {
     for h in handles {
         h.join();
     }
-    drain(&slub, &cpus);
+    drain(&world.slub, &cpus);
+    watch.finish("drain", &world);
 }
 
-/// The final check of `no_stranded`: on every CPU, allocate until NULL;
-/// afterwards every object must be held by someone.
+/// Before `no_stranded` is judged: on every CPU, allocate until NULL.
 fn drain(slub: &Slub, cpus: &Cpus) {
     let t = Task::new("drain", Context::Task);
     let _f = t.enter("final_drain");
-    let n = slub.observe().holders.len();
     for cpu in 0..cpus.len() {
         let c = cpus.run_task(&t, cpu);
         c.preempt_disable();
-        for _ in 0..n {
+        for _ in 0..slub.objects() {
             if slub.kmem_cache_alloc(&c).is_none() {
                 break;
             }
         }
         c.leave();
     }
-    let obs = slub.observe();
-    let stranded: Vec<String> = (1..obs.holders.len())
-        .filter(|&o| obs.holders[o].is_empty())
-        .map(|o| format!("obj{o}"))
-        .collect();
-    exec::check_final("drain", "no_stranded", || {
-        if stranded.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "free but never allocated again: {}",
-                stranded.join(", ")
-            ))
-        }
-    });
 }
 
-fn register(slub: &Arc<Slub>) {
-    let s = slub.clone();
-    exec::invariant("no_double_alloc", move || no_double_alloc(&s.observe()));
-    let s = slub.clone();
-    exec::invariant("conservation", move || conservation(&s.observe()));
-    let s = slub.clone();
-    exec::invariant("freelist_integrity", move || {
-        freelist_integrity(&s.observe())
+/// S7: after the final drain every object is held by someone.
+fn no_stranded(w: &World) -> Result<(), String> {
+    let stranded: Vec<String> = w.slub.with_holders(|holders| {
+        (1..holders.len())
+            .filter(|&o| holders[o].is_empty())
+            .map(|o| format!("obj{o}"))
+            .collect()
     });
-    let s = slub.clone();
-    let last: Mutex<Vec<Option<(u64, u64)>>> = Mutex::new(Vec::new());
-    exec::invariant("tid_monotonic", move || {
-        tid_monotonic(
-            &s.observe(),
-            &mut last.lock().unwrap_or_else(|p| p.into_inner()),
-        )
-    });
-    let s = slub.clone();
-    exec::observe(move || s.observe().render());
+    if stranded.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "free but never allocated again: {}",
+            stranded.join(", ")
+        ))
+    }
 }
 
-fn owners(obs: &Observation, o: usize) -> Vec<&str> {
-    obs.holders[o]
-        .iter()
-        .filter(|(_, h)| *h == Holder::Owned)
-        .map(|(w, _)| w.as_str())
-        .collect()
+/// The first list holding `obj`.
+fn list_of(slub: &Slub, obj: u64) -> Option<Chain> {
+    slub.chains().find(|ch| ch.contains(obj))
 }
 
 /// S1: an object has at most one owner, and an owned object is on no list.
-pub fn no_double_alloc(obs: &Observation) -> Result<(), String> {
-    for o in 1..obs.holders.len() {
-        let who = owners(obs, o);
-        if who.len() > 1 {
-            return Err(format!("obj{o} handed out twice ({})", who.join(", ")));
+pub fn no_double_alloc(w: &World) -> Result<(), String> {
+    let s = &w.slub;
+    s.with_holders(|holders| {
+        for (o, hs) in holders.iter().enumerate().skip(1) {
+            let mut owners = hs.iter().filter(|(_, h)| *h == Holder::Owned);
+            let Some((first, _)) = owners.next() else {
+                continue;
+            };
+            if owners.next().is_some() {
+                let who: Vec<&str> = hs
+                    .iter()
+                    .filter(|(_, h)| *h == Holder::Owned)
+                    .map(|(w, _)| *w)
+                    .collect();
+                return Err(format!("obj{o} handed out twice ({})", who.join(", ")));
+            }
+            if let Some(ch) = list_of(s, o as u64) {
+                return Err(format!(
+                    "obj{o}, allocated to {first}, is on {} (allocatable again)",
+                    ch.list
+                ));
+            }
         }
-        if let (Some(w), Some(ch)) = (
-            who.first(),
-            obs.chains()
-                .into_iter()
-                .find(|ch| ch.objects.contains(&(o as u64))),
-        ) {
-            return Err(format!(
-                "obj{o}, allocated to {w}, is on {} (allocatable again)",
-                ch.name
-            ));
-        }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Free + allocated + in flight covers every object: none lost.
-pub fn conservation(obs: &Observation) -> Result<(), String> {
-    let chains = obs.chains();
-    for o in 1..obs.holders.len() {
-        let listed = chains.iter().any(|ch| ch.objects.contains(&(o as u64)));
-        if !listed && obs.holders[o].is_empty() {
-            return Err(format!("obj{o} is on no list and held by nobody: lost"));
+pub fn conservation(w: &World) -> Result<(), String> {
+    let s = &w.slub;
+    s.with_holders(|holders| {
+        for (o, hs) in holders.iter().enumerate().skip(1) {
+            if hs.is_empty() && list_of(s, o as u64).is_none() {
+                return Err(format!("obj{o} is on no list and held by nobody: lost"));
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// S2: lists are acyclic, disjoint, and hold only their slab's objects.
-pub fn freelist_integrity(obs: &Observation) -> Result<(), String> {
-    let check = |ch: &vfsmc_model::freelist::Chain, slab: usize| -> Result<(), String> {
+pub fn freelist_integrity(w: &World) -> Result<(), String> {
+    let s = &w.slub;
+    for ch in s.chains() {
         if ch.cycle {
-            return Err(format!("{} has a cycle", ch.name));
+            return Err(format!("{} has a cycle", ch.list));
         }
-        if let Some(o) = ch
-            .objects
-            .iter()
-            .find(|&&o| obs.slab_of[o as usize] != slab)
-        {
+        let slab = match ch.list {
+            vfsmc_model::freelist::List::Cpu(i) | vfsmc_model::freelist::List::Irq(i) => {
+                s.cpu_view(usize::from(i)).slab
+            }
+            vfsmc_model::freelist::List::Slab(i) => usize::from(i),
+        };
+        if let Some(o) = ch.objects().find(|&o| s.slab_of(o) != slab) {
             return Err(format!(
                 "{} holds obj{o} of slab{}, not of slab{slab}",
-                ch.name, obs.slab_of[*o as usize]
+                ch.list,
+                s.slab_of(o)
             ));
         }
-        Ok(())
-    };
-    for c in &obs.cpus {
-        check(&c.freelist, c.slab)?;
-        if let Some(irq) = &c.irq_freelist {
-            check(irq, c.slab)?;
-        }
     }
-    for (s, ch) in obs.slabs.iter().enumerate() {
-        check(ch, s)?;
-    }
-    let chains = obs.chains();
-    for o in 1..obs.holders.len() {
-        let on: Vec<&str> = chains
-            .iter()
-            .filter(|ch| ch.objects.contains(&(o as u64)))
-            .map(|ch| ch.name.as_str())
-            .collect();
-        if on.len() > 1 {
-            return Err(format!("obj{o} is on two lists: {}", on.join(", ")));
+    for o in 1..=s.objects() as u64 {
+        let mut on = s.chains().filter(|ch| ch.contains(o));
+        if let (Some(a), Some(b)) = (on.next(), on.next()) {
+            let mut names = vec![a.list.to_string(), b.list.to_string()];
+            names.extend(on.map(|c| c.list.to_string()));
+            return Err(format!("obj{o} is on two lists: {}", names.join(", ")));
         }
     }
     Ok(())
@@ -646,14 +643,15 @@ pub fn freelist_integrity(obs: &Observation) -> Result<(), String> {
 
 /// S3, judged whenever the CPU is outside its IRQs-off section (where the
 /// slow path's two stores are invisible to everyone who could race).
-pub fn tid_monotonic(obs: &Observation, last: &mut Vec<Option<(u64, u64)>>) -> Result<(), String> {
-    last.resize(obs.cpus.len(), None);
-    for (i, c) in obs.cpus.iter().enumerate() {
+pub fn tid_monotonic(w: &World) -> Result<(), String> {
+    let mut last = w.last.lock().unwrap_or_else(|p| p.into_inner());
+    for (i, last) in last.iter_mut().enumerate() {
+        let c = w.slub.cpu_view(i);
         let (Some(tid), false) = (c.tid, c.locked) else {
             continue;
         };
-        let head = c.freelist.objects.first().copied().unwrap_or(0);
-        if let Some((h0, t0)) = last[i] {
+        let head = c.freelist.head();
+        if let Some((h0, t0)) = *last {
             if tid < t0 {
                 return Err(format!("c{i}->tid went back from {t0} to {tid}"));
             }
@@ -665,7 +663,7 @@ pub fn tid_monotonic(obs: &Observation, last: &mut Vec<Option<(u64, u64)>>) -> R
                 ));
             }
         }
-        last[i] = Some((head, tid));
+        *last = Some((head, tid));
     }
     Ok(())
 }
@@ -723,7 +721,12 @@ impl Multiset {
 /// and judges every result against the [`Multiset`] reference.
 pub fn check_sequential(variant: &str, objects: u64, ops: &[Op]) -> Result<(), String> {
     let setup = one_cpu(objects);
-    let slub = Slub::new(code(variant), &setup);
+    let code = VARIANTS
+        .iter()
+        .find(|v| v.name == variant)
+        .expect("a registered variant")
+        .code;
+    let slub = Slub::new(code, &setup);
     let cpus = Cpus::new(1);
     let t = Task::new("T0", Context::Task);
     let c = cpus.run_task(&t, 0);

@@ -1,9 +1,13 @@
 //! vfsmc-specs: what must hold.
 //!
-//! Per model: its variants with their expected verdicts (the manifest CI
-//! checks against what the engines actually report), its scenarios with their
-//! reachability goals, its invariants (predicates over an *observation* of the
-//! state, never the model's internals), and its sequential reference.
+//! Per model, one [`Spec`]: its variants with their expected verdicts (the
+//! manifest CI checks against what the engines actually report), its
+//! scenarios with their reachability goals, its invariants (predicates over
+//! the model's ghost state, read by reference), and its sequential reference.
+//! Every registry row carries its own code — a variant row the value that
+//! selects the model's behaviour, a scenario row its plan (a function of the
+//! scenario bytes), an invariant row its check — so a row without code does
+//! not compile.
 //!
 //! Engines never appear here; models never mention a spec.
 
@@ -11,8 +15,13 @@ pub mod fdtable;
 pub mod freelist;
 pub mod litmus;
 pub mod primitives;
+pub mod shared;
 
 use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
+
+use vfsmc_model::exec;
 
 /// What a variant must do on its scenarios.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,9 +41,11 @@ impl fmt::Display for Expected {
     }
 }
 
-/// One version of a model's code: a release, a patch revision, a bug.
+/// One version of a model's code: a release, a patch revision, a bug. `C`
+/// is the value that selects the model's behaviour (`()` in the registry's
+/// model-independent view).
 #[derive(Clone, Copy, Debug)]
-pub struct Variant {
+pub struct Variant<C = ()> {
     pub name: &'static str,
     pub expected: Expected,
     /// For a violating variant, the scenario that shows it; for a holding
@@ -44,27 +55,168 @@ pub struct Variant {
     pub kernel: &'static str,
     /// One sentence for the reviewer.
     pub about: &'static str,
+    pub code: C,
 }
 
-/// Initial state + a short program per thread + background actors.
+impl<C> Variant<C> {
+    /// The row without its code.
+    pub fn info(&self) -> Variant {
+        Variant {
+            name: self.name,
+            expected: self.expected,
+            witness: self.witness,
+            kernel: self.kernel,
+            about: self.about,
+            code: (),
+        }
+    }
+}
+
+/// Which CI tier runs a scenario by default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    /// Every push: `cargo test --release` and `vfsmc check`.
+    Pr,
+    /// Nightly, or on request (`cargo test --release -- --ignored`,
+    /// `vfsmc check --tier deep`): longer searches.
+    Deep,
+}
+
+/// Initial state + a short program per thread + background actors. `P` is
+/// how the scenario builds its plan from the scenario bytes.
 #[derive(Clone, Copy, Debug)]
-pub struct Scenario {
+pub struct Scenario<P = ()> {
     pub name: &'static str,
     pub about: &'static str,
     /// Tracepoints some execution must hit, or the search is vacuous.
     pub goals: &'static [&'static str],
-    /// Preemption bound that keeps loom inside the PR tier; `None` means
-    /// loom explores it exhaustively.
+    /// Preemption bound that keeps loom inside the scenario's tier; `None`
+    /// means loom explores it exhaustively.
     pub loom_bound: Option<usize>,
-    /// Whether the scenario is built from input bytes (`arbitrary`).
+    pub tier: Tier,
+    /// Whether the plan is built from input bytes (`--input`, `arbitrary`);
+    /// such a scenario is checked on inputs, not on its own.
     pub generated: bool,
+    pub plan: P,
 }
 
-/// A named predicate over the observed state or the finished execution.
+impl<P> Scenario<P> {
+    /// The row without its plan.
+    pub fn info(&self) -> Scenario {
+        Scenario {
+            name: self.name,
+            about: self.about,
+            goals: self.goals,
+            loom_bound: self.loom_bound,
+            tier: self.tier,
+            generated: self.generated,
+            plan: (),
+        }
+    }
+}
+
+/// A scenario row as a spec writes it: its plan built from the scenario
+/// bytes.
+pub type ScenarioRow<P> = Scenario<fn(&[u8]) -> P>;
+
+/// How an invariant is checked.
+pub enum Check<S: 'static> {
+    /// After every step, on the state as it is.
+    Step(fn(&S) -> Result<(), String>),
+    /// Once every thread has finished.
+    End(fn(&S) -> Result<(), String>),
+    /// Raised by the model itself where it happens (a check no state
+    /// predicate can make, e.g. a Dekker pair of flags, or an engine's own
+    /// report); the kernel's shared checks of this kind are in [`shared`].
+    Raised,
+}
+
+/// A named predicate over the model's state or the finished execution.
+/// `K` is its check (`()` in the model-independent view).
 #[derive(Clone, Copy, Debug)]
-pub struct Invariant {
+pub struct Invariant<K = ()> {
     pub name: &'static str,
     pub about: &'static str,
+    pub check: K,
+}
+
+impl<K> Invariant<K> {
+    /// The row without its check.
+    pub fn info(&self) -> Invariant {
+        Invariant {
+            name: self.name,
+            about: self.about,
+            check: (),
+        }
+    }
+}
+
+/// One mechanism's registry and how it runs.
+pub trait Spec: Sync + 'static {
+    /// What a variant row selects in the model.
+    type Code: Copy + Send + Sync + 'static;
+    /// What a scenario row builds from the scenario bytes.
+    type Plan: Send + Sync + 'static;
+    /// The state the invariants read (by reference, never cloned).
+    type State: Send + Sync + 'static;
+
+    const NAME: &'static str;
+    /// What the model mirrors, in one line.
+    const ABOUT: &'static str;
+
+    fn variants() -> &'static [Variant<Self::Code>];
+    fn scenarios() -> &'static [ScenarioRow<Self::Plan>];
+    fn invariants() -> &'static [Invariant<Check<Self::State>>];
+    /// The shared invariants the primitives raise, listed with the model's
+    /// own.
+    const SHARED: &'static [Invariant] = shared::KERNEL;
+
+    /// One execution: build the state, [`Watch::start`] it, run the threads,
+    /// join them, then [`Watch::finish`]. Called once per explored
+    /// interleaving, inside an engine.
+    fn execute(code: Self::Code, plan: &Self::Plan, watch: &Watch<Self>);
+
+    /// The state, in a few lines, for a violation's report.
+    fn render(state: &Self::State) -> String;
+
+    /// Whether a holding variant is checked on a hand-written scenario (all
+    /// of them unless the model says otherwise).
+    fn applies(_code: Self::Code, _scenario: &'static str) -> bool {
+        true
+    }
+
+    /// Why `engine` cannot give `variant` its registry verdict — a limit of
+    /// the engine, not of the model — or `None`.
+    fn engine_limit(_variant: &Variant<Self::Code>, _engine: &str) -> Option<&'static str> {
+        None
+    }
+}
+
+/// Connects one execution's state to the invariants of its spec.
+pub struct Watch<S: Spec + ?Sized>(PhantomData<fn(&S)>);
+
+impl<S: Spec> Watch<S> {
+    /// Checks every step invariant after each step from now on, and renders
+    /// `state` when one breaks.
+    pub fn start(&self, state: &Arc<S::State>) {
+        for inv in S::invariants() {
+            if let Check::Step(f) = inv.check {
+                let s = state.clone();
+                exec::invariant(inv.name, move || f(&s));
+            }
+        }
+        let s = state.clone();
+        exec::observe(move || S::render(&s));
+    }
+
+    /// Checks the end-of-execution invariants (`thread` names who checks).
+    pub fn finish(&self, thread: &str, state: &S::State) {
+        for inv in S::invariants() {
+            if let Check::End(f) = inv.check {
+                exec::check_final(thread, inv.name, || f(state));
+            }
+        }
+    }
 }
 
 /// What one execution runs.
@@ -76,74 +228,151 @@ pub struct Run {
     pub input: Vec<u8>,
 }
 
-/// A model's entry in the registry: the manifest CI checks the engines
-/// against.
-pub struct Registry {
-    pub name: &'static str,
-    /// What the model mirrors, in one line.
-    pub about: &'static str,
-    pub variants: &'static [Variant],
-    pub scenarios: &'static [Scenario],
-    pub invariants: &'static [Invariant],
-}
+/// One execution, as an engine calls it.
+pub type Body = Arc<dyn Fn() + Send + Sync>;
 
-/// A mechanism: its registry entry and how to run one execution.
-pub trait Model: Send + Sync {
-    fn registry(&self) -> &'static Registry;
+/// A mechanism as the checker sees it, whatever its types.
+pub trait Model: Sync {
+    fn name(&self) -> &'static str;
+    fn about(&self) -> &'static str;
+    fn variants(&'static self) -> &'static [Variant];
+    fn scenarios(&'static self) -> &'static [Scenario];
+    fn invariants(&'static self) -> &'static [Invariant];
 
-    /// One execution of `run`: build the initial state, spawn the threads,
-    /// register invariants and the observer, join, check the final state.
-    /// Called once per explored interleaving, inside an engine.
-    fn execute(&self, run: &Run);
+    /// The closure that runs one execution of `run`, its variant and plan
+    /// resolved once; an error names an unknown variant or scenario.
+    fn body(&self, run: &Run) -> Result<Body, String>;
 
-    /// Why `engine` ("loom", "random", "pct", "dfs", "stress") cannot give
-    /// `variant` its registry verdict — a limit of the engine, not of the
-    /// model (shuttle cannot see weak memory; loom cannot produce load
-    /// buffering) — or `None`. Such a check is reported as not judged, with
-    /// this reason, never silently skipped.
-    fn engine_limit(&self, _variant: &str, _engine: &str) -> Option<&'static str> {
-        None
+    /// Whether holding variant `variant` is checked on scenario `scenario`.
+    fn applies(&self, variant: &str, scenario: &str) -> bool;
+
+    /// See [`Spec::engine_limit`].
+    fn engine_limit(&self, variant: &str, engine: &str) -> Option<&'static str>;
+
+    /// Whether invariant `name` is one of the shared kernel checks.
+    fn is_shared(&self, name: &str) -> bool {
+        shared::KERNEL.iter().any(|i| i.name == name)
     }
 
-    fn name(&self) -> &'static str {
-        self.registry().name
-    }
-    fn about(&self) -> &'static str {
-        self.registry().about
-    }
-    fn variants(&self) -> &'static [Variant] {
-        self.registry().variants
-    }
-    fn scenarios(&self) -> &'static [Scenario] {
-        self.registry().scenarios
-    }
-    fn invariants(&self) -> &'static [Invariant] {
-        self.registry().invariants
-    }
-
-    fn variant(&self, name: &str) -> Option<&'static Variant> {
+    fn variant(&'static self, name: &str) -> Option<&'static Variant> {
         self.variants().iter().find(|v| v.name == name)
     }
-    fn scenario(&self, name: &str) -> Option<&'static Scenario> {
+    fn scenario(&'static self, name: &str) -> Option<&'static Scenario> {
         self.scenarios().iter().find(|s| s.name == name)
     }
-    /// The scenarios a variant is checked on by default.
-    fn scenarios_for(&self, v: &Variant) -> Vec<&'static Scenario> {
+    /// The scenarios a variant is checked on by default in `tier` (a violating
+    /// variant on its witness, a holding one on every hand-written scenario
+    /// it applies to).
+    fn scenarios_for(&'static self, v: &Variant, tier: Tier) -> Vec<&'static Scenario> {
         match v.expected {
             Expected::Violates(_) => self.scenario(v.witness).into_iter().collect(),
-            Expected::Holds => self.scenarios().iter().filter(|s| !s.generated).collect(),
+            Expected::Holds => self
+                .scenarios()
+                .iter()
+                .filter(|s| !s.generated && s.tier == tier && self.applies(v.name, s.name))
+                .collect(),
         }
     }
 }
 
+/// The registry view of a [`Spec`]: its rows without their code, built once.
+pub struct Registered<S: Spec> {
+    variants: OnceLock<Vec<Variant>>,
+    scenarios: OnceLock<Vec<Scenario>>,
+    invariants: OnceLock<Vec<Invariant>>,
+    spec: PhantomData<fn(&S)>,
+}
+
+impl<S: Spec> Registered<S> {
+    pub const fn new() -> Self {
+        Registered {
+            variants: OnceLock::new(),
+            scenarios: OnceLock::new(),
+            invariants: OnceLock::new(),
+            spec: PhantomData,
+        }
+    }
+
+    fn row(&self, name: &str) -> Option<&'static Variant<S::Code>> {
+        S::variants().iter().find(|v| v.name == name)
+    }
+}
+
+impl<S: Spec> Default for Registered<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<S: Spec> Model for Registered<S> {
+    fn name(&self) -> &'static str {
+        S::NAME
+    }
+    fn about(&self) -> &'static str {
+        S::ABOUT
+    }
+    fn variants(&'static self) -> &'static [Variant] {
+        self.variants
+            .get_or_init(|| S::variants().iter().map(Variant::info).collect())
+    }
+    fn scenarios(&'static self) -> &'static [Scenario] {
+        self.scenarios
+            .get_or_init(|| S::scenarios().iter().map(Scenario::info).collect())
+    }
+    fn invariants(&'static self) -> &'static [Invariant] {
+        self.invariants.get_or_init(|| {
+            let mut all: Vec<Invariant> = S::invariants().iter().map(Invariant::info).collect();
+            for i in S::SHARED {
+                if !all.iter().any(|a| a.name == i.name) {
+                    all.push(*i);
+                }
+            }
+            all
+        })
+    }
+
+    fn body(&self, run: &Run) -> Result<Body, String> {
+        let v = self
+            .row(&run.variant)
+            .ok_or_else(|| format!("{} has no variant '{}'", S::NAME, run.variant))?;
+        let s = S::scenarios()
+            .iter()
+            .find(|s| s.name == run.scenario)
+            .ok_or_else(|| format!("{} has no scenario '{}'", S::NAME, run.scenario))?;
+        let plan = Arc::new((s.plan)(&run.input));
+        let code = v.code;
+        Ok(Arc::new(move || {
+            S::execute(code, &plan, &Watch(PhantomData))
+        }))
+    }
+
+    fn applies(&self, variant: &str, scenario: &str) -> bool {
+        self.row(variant)
+            .is_some_and(|v| S::applies(v.code, intern_scenario::<S>(scenario)))
+    }
+
+    fn engine_limit(&self, variant: &str, engine: &str) -> Option<&'static str> {
+        self.row(variant).and_then(|v| S::engine_limit(v, engine))
+    }
+}
+
+/// The scenario row's own name (a `'static` str) for `name`, or "" when the
+/// spec has no such scenario.
+fn intern_scenario<S: Spec>(name: &str) -> &'static str {
+    S::scenarios()
+        .iter()
+        .find(|s| s.name == name)
+        .map_or("", |s| s.name)
+}
+
+static LITMUS: Registered<litmus::Litmus> = Registered::new();
+static PRIMITIVES: Registered<primitives::Primitives> = Registered::new();
+static FDTABLE: Registered<fdtable::Fdtable> = Registered::new();
+static FREELIST: Registered<freelist::Freelist> = Registered::new();
+
 /// Every model, in `vfsmc list` order.
 pub fn models() -> Vec<&'static dyn Model> {
-    vec![
-        &litmus::Litmus,
-        &primitives::Primitives,
-        &fdtable::Fdtable,
-        &freelist::Freelist,
-    ]
+    vec![&LITMUS, &PRIMITIVES, &FDTABLE, &FREELIST]
 }
 
 /// The model called `name`.

@@ -29,7 +29,7 @@ use vfsmc_model::kernel::spinlock::SpinLock;
 use vfsmc_model::kernel::task::Task;
 use vfsmc_model::trace::{Context, Show};
 
-use crate::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
+use crate::{Check, Expected, Invariant, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
 
 /// `&x` as stored in a pointer location.
 pub const PTR_X: u64 = 1;
@@ -999,7 +999,7 @@ pub fn test_named(name: &str) -> Option<&'static LitmusTest> {
     TESTS.iter().find(|t| t.name == name)
 }
 
-fn variant_of(t: &LitmusTest) -> Variant {
+fn variant_of(t: &'static LitmusTest) -> Variant<&'static LitmusTest> {
     let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
     let about = match t.loom {
         Some(l) if l.ignored() => leak(format!(
@@ -1023,38 +1023,64 @@ fn variant_of(t: &LitmusTest) -> Variant {
         witness: "litmus",
         kernel: leak(format!("{}/{}.litmus (v6.12)", t.dir, t.name)),
         about,
+        code: t,
     }
 }
 
-static VARIANTS: LazyLock<Vec<Variant>> = LazyLock::new(|| TESTS.iter().map(variant_of).collect());
+/// One variant per test, its text built from the test's own fields.
+static VARIANTS: LazyLock<Vec<Variant<&'static LitmusTest>>> =
+    LazyLock::new(|| TESTS.iter().map(variant_of).collect());
+
+const SCENARIOS: &[ScenarioRow<()>] = &[Scenario {
+    name: "litmus",
+    about: "the test's own threads, from the test's initial state",
+    goals: &[],
+    loom_bound: None,
+    tier: Tier::Pr,
+    generated: false,
+    plan: |_| (),
+}];
+
+const INVARIANTS: &[Invariant<Check<()>>] = &[Invariant {
+    name: "exists",
+    about: "the test's exists clause is never satisfied (judged on the final state)",
+    check: Check::Raised,
+}];
 
 /// The litmus model: one variant per test.
 pub struct Litmus;
 
-static REGISTRY: LazyLock<Registry> = LazyLock::new(|| Registry {
-    name: "litmus",
-    about: "the kernel's memory-model litmus tests, judged against the primitives",
-    variants: &VARIANTS,
-    scenarios: &[Scenario {
-        name: "litmus",
-        about: "the test's own threads, from the test's initial state",
-        goals: &[],
-        loom_bound: None,
-        generated: false,
-    }],
-    invariants: &[Invariant {
-        name: "exists",
-        about: "the test's exists clause is never satisfied",
-    }],
-});
+impl Spec for Litmus {
+    type Code = &'static LitmusTest;
+    type Plan = ();
+    type State = ();
 
-impl Model for Litmus {
-    fn registry(&self) -> &'static Registry {
-        &REGISTRY
+    const NAME: &'static str = "litmus";
+    const ABOUT: &'static str =
+        "the kernel's memory-model litmus tests, judged against the primitives";
+    /// A litmus test exercises the memory model alone.
+    const SHARED: &'static [Invariant] = &[];
+
+    fn variants() -> &'static [Variant<&'static LitmusTest>] {
+        &VARIANTS
+    }
+    fn scenarios() -> &'static [ScenarioRow<()>] {
+        SCENARIOS
+    }
+    fn invariants() -> &'static [Invariant<Check<()>>] {
+        INVARIANTS
     }
 
-    fn engine_limit(&self, variant: &str, engine: &str) -> Option<&'static str> {
-        let test = TESTS.iter().find(|t| t.name == variant)?;
+    fn execute(test: &'static LitmusTest, _: &(), _: &Watch<Self>) {
+        run_test(test);
+    }
+
+    fn render(_: &()) -> String {
+        String::new()
+    }
+
+    fn engine_limit(v: &Variant<&'static LitmusTest>, engine: &str) -> Option<&'static str> {
+        let test = v.code;
         match (engine, test.loom, test.result) {
             ("loom", Some(limit), _) if limit.ignored() => Some(limit.reason()),
             ("loom", _, _) => None,
@@ -1064,11 +1090,6 @@ impl Model for Litmus {
             ),
             _ => None,
         }
-    }
-
-    fn execute(&self, run: &Run) {
-        let test = test_named(&run.variant).expect("the checker only runs registered variants");
-        run_test(test);
     }
 }
 

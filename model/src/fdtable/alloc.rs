@@ -146,11 +146,7 @@ pub fn alloc_fd(fs: &Fs, t: &Task, start: u32, cloexec: bool) -> Result<u32, Err
             t.tracepoint("start_above_next_fd");
         }
         let mut fd = start.max(next_fd);
-        let open_before = fdt.bits.get(&g, |b| {
-            (0..fdt.max_fds)
-                .map(|i| b.open_fds.bit(i))
-                .collect::<Vec<_>>()
-        });
+        let open_before = fdt.bits.get(&g, |b| b.open_fds.val().raw);
         // The v1 fast path: word 0 not full → its first zero bit at or after
         // the candidate is taken at once, before any limit check.
         let v1_hit = fs.flavor.has(Bug::RlimitSkippedByFastPath)
@@ -160,7 +156,7 @@ pub fn alloc_fd(fs: &Fs, t: &Task, start: u32, cloexec: bool) -> Result<u32, Err
             });
         if v1_hit {
             fd = (fd..BITS_PER_LONG)
-                .find(|&i| !open_before[i as usize])
+                .find(|&i| open_before >> i & 1 == 0)
                 .unwrap_or(fd);
             t.note("v1 fast path: word 0 not full → {}", &[Val::dec(fd.into())]);
         } else {
@@ -170,7 +166,7 @@ pub fn alloc_fd(fs: &Fs, t: &Task, start: u32, cloexec: bool) -> Result<u32, Err
             if fd >= end {
                 t.tracepoint("emfile");
                 fs.ghost().allocs.push(AllocEvent {
-                    thread: t.name().to_string(),
+                    thread: t.name(),
                     start,
                     end,
                     open_before,
@@ -211,15 +207,16 @@ pub fn alloc_fd(fs: &Fs, t: &Task, start: u32, cloexec: bool) -> Result<u32, Err
             let mut parts = set_open_bits(b, fd, cloexec);
             let mut gh = fs.ghost();
             gh.allocs.push(AllocEvent {
-                thread: t.name().to_string(),
+                thread: t.name(),
                 start,
                 end,
                 open_before,
                 result: Ok(fd),
             });
-            gh.claims.entry(fd).or_default().push(Claim::Reserved {
-                by: t.name().to_string(),
-            });
+            gh.claims
+                .entry(fd)
+                .or_default()
+                .push(Claim::Reserved { by: t.name() });
             if advance {
                 parts = parts.and(next_fd_part(next_fd, fd + 1));
             }

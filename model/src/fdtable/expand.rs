@@ -16,7 +16,7 @@ fn alloc_fdtable(fs: &Fs, t: &Task, nr: u32) -> u64 {
     let max_fds = nr
         .next_power_of_two()
         .clamp(2 * BITS_PER_LONG, SYSCTL_NR_OPEN);
-    let next = fs.tables.all().len() + 1;
+    let next = fs.tables.count() + 1;
     let label = format!("fdtable#{next}");
     fs.tables.alloc(
         t,

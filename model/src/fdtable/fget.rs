@@ -14,7 +14,7 @@ use super::{Bug, FgetState, File, FileId, Fs};
 pub fn alloc_empty_file(fs: &Fs, t: &Task) -> ObjRef {
     let _f = t.enter("alloc_empty_file");
     let _slab = fs.filp_cachep.lock();
-    let next = fs.filp.all().len() + 1;
+    let next = fs.filp.count() + 1;
     fs.filp.alloc(
         t,
         || File {
@@ -68,7 +68,7 @@ fn __fget_files_rcu(fs: &Fs, t: &Task, fd: u32) -> Option<FileId> {
         let id = fs.file_id(file);
         fs.ghost()
             .fgets
-            .insert(t.name().to_string(), FgetState::Holding { fd, file: id });
+            .insert(t.name(), FgetState::Holding { fd, file: id });
         if !fs.flavor.has(Bug::FgetSkipsSlotRecheck) {
             let same_slot = slot_load(fs, t, fdt_ref, fd) == Some(file);
             let same_table = same_slot
@@ -89,7 +89,7 @@ fn __fget_files_rcu(fs: &Fs, t: &Task, fd: u32) -> Option<FileId> {
         }
         fs.ghost()
             .fgets
-            .insert(t.name().to_string(), FgetState::Returned { fd, file: id });
+            .insert(t.name(), FgetState::Returned { fd, file: id });
         return Some(id);
     }
 }

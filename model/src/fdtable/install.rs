@@ -19,14 +19,12 @@ fn note_installed(fs: &Fs, t: &Task, fd: u32, file: ObjRef, replace: bool) {
     let mut gh = fs.ghost();
     let claims = gh.claims.entry(fd).or_default();
     let installed = Claim::Installed {
-        by: t.name().to_string(),
+        by: t.name(),
         file: id,
     };
-    let mine = claims.iter().position(|c| {
-        *c == Claim::Reserved {
-            by: t.name().to_string(),
-        }
-    });
+    let mine = claims
+        .iter()
+        .position(|c| *c == Claim::Reserved { by: t.name() });
     match (replace, mine) {
         (true, _) => *claims = vec![installed],
         (false, Some(i)) => claims[i] = installed,

@@ -36,7 +36,7 @@ use crate::kernel::bitmap::Bitmap;
 use crate::kernel::rcu::{ObjRef, ObjState, Rcu, Slab};
 use crate::kernel::spinlock::{Locked, SpinLock};
 use crate::kernel::task::Task;
-use crate::trace::Show;
+use crate::trace::{Name, Show};
 
 pub use alloc::{alloc_fd, put_unused_fd};
 pub use expand::expand_files;
@@ -223,21 +223,32 @@ pub struct FilesStruct {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Claim {
     /// alloc_fd handed the fd to `by`; nothing installed yet.
-    Reserved { by: String },
+    Reserved { by: Name },
     /// A file was installed by `by` (fd_install, dup2, F_DUPFD).
-    Installed { by: String, file: FileId },
+    Installed { by: Name, file: FileId },
 }
 
 /// One alloc_fd decision, with the bitmap it was taken on (under file_lock).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AllocEvent {
-    pub thread: String,
+    pub thread: Name,
     pub start: u32,
     /// RLIMIT_NOFILE as read at entry.
     pub end: u32,
-    /// open_fds of the current table just before the decision, one bool per fd.
-    pub open_before: Vec<bool>,
+    /// open_fds of the current table just before the decision, bit `fd` set
+    /// for an open fd.
+    pub open_before: u64,
     pub result: Result<u32, Errno>,
+}
+
+impl AllocEvent {
+    /// The lowest fd ≥ `start` that was free when alloc_fd decided (fds
+    /// past the table are free).
+    pub fn lowest_free(&self, start: u32) -> u32 {
+        (start..64)
+            .find(|&fd| self.open_before >> fd & 1 == 0)
+            .unwrap_or(64)
+    }
 }
 
 /// fget's progress, per thread, for the linearizability check.
@@ -264,28 +275,8 @@ pub struct Ghost {
     pub claims: BTreeMap<u32, Vec<Claim>>,
     /// Files that are (or, until their fput, were) installed at each fd.
     pub occupants: BTreeMap<u32, Vec<FileId>>,
-    pub fgets: BTreeMap<String, FgetState>,
+    pub fgets: BTreeMap<Name, FgetState>,
     pub children: Vec<ChildTable>,
-}
-
-/// The observed state of the current table.
-#[derive(Clone, Debug)]
-pub struct TableView {
-    pub obj: ObjRef,
-    pub max_fds: u32,
-    pub bits: FdBits,
-    pub slots: Vec<ObjRef>,
-}
-
-/// The state the specs observe, taken without engine operations.
-#[derive(Clone, Debug)]
-pub struct Observation {
-    pub table: TableView,
-    pub next_fd: u32,
-    pub rlimit: u32,
-    pub ghost: Ghost,
-    /// Every file ever allocated: (incarnation, refcount), live ones only.
-    pub live_files: Vec<(FileId, u64)>,
 }
 
 /// The initial state of a scenario.
@@ -351,13 +342,9 @@ impl Fs {
                 obj: files[f],
                 gen: 1,
             };
-            ghost.claims.insert(
-                fd,
-                vec![Claim::Installed {
-                    by: "init".into(),
-                    file,
-                }],
-            );
+            ghost
+                .claims
+                .insert(fd, vec![Claim::Installed { by: "init", file }]);
             ghost.occupants.insert(fd, vec![file]);
         }
         let next_fd = (0..)
@@ -381,11 +368,6 @@ impl Fs {
         }
     }
 
-    /// The ghost log, for the model's own bookkeeping.
-    fn ghost(&self) -> MutexGuard<'_, Ghost> {
-        self.ghost.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// The incarnation of file object `obj` right now (ghost).
     pub fn file_id(&self, obj: ObjRef) -> FileId {
         let gen = match self.filp.state(obj) {
@@ -401,33 +383,35 @@ impl Fs {
         self.files.fdt.peek()
     }
 
-    /// The state the specs judge (ghost peeks only).
-    pub fn observe(&self) -> Observation {
-        let obj = self.files.fdt.peek();
-        let t = self.tables.peek(obj);
-        let live_files = self
-            .filp
-            .all()
-            .into_iter()
-            .filter_map(|(o, s)| match s {
-                ObjState::Live { gen } => {
-                    Some((FileId { obj: o, gen }, self.filp.peek(o).f_ref.peek()))
-                }
-                ObjState::Freed { .. } => None,
-            })
-            .collect();
-        Observation {
-            table: TableView {
-                obj,
-                max_fds: t.max_fds,
-                bits: t.bits.peek(|b| b.clone()),
-                slots: t.fd.iter().map(Atomic::peek).collect(),
-            },
-            next_fd: self.files.next_fd.peek(|n| *n),
-            rlimit: self.rlimit_nofile.peek() as u32,
-            ghost: self.ghost().clone(),
-            live_files,
-        }
+    /// The ghost log (specs read it; the model appends to it).
+    pub fn ghost(&self) -> MutexGuard<'_, Ghost> {
+        self.ghost.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The current table (`files->fdt` as last stored), for observers.
+    pub fn current_table(&self) -> Arc<FdTable> {
+        self.tables.peek(self.files.fdt.peek())
+    }
+
+    /// files->next_fd (ghost).
+    pub fn next_fd(&self) -> u32 {
+        self.files.next_fd.peek(|n| *n)
+    }
+
+    /// RLIMIT_NOFILE (ghost).
+    pub fn rlimit(&self) -> u32 {
+        self.rlimit_nofile.peek() as u32
+    }
+
+    /// Every live file incarnation with its refcount.
+    pub fn live_files(&self) -> Vec<(FileId, u64)> {
+        let mut out = Vec::new();
+        self.filp.each(|obj, state, file| {
+            if let ObjState::Live { gen } = state {
+                out.push((FileId { obj, gen }, file.f_ref.peek()));
+            }
+        });
+        out
     }
 }
 

@@ -29,7 +29,7 @@ use crate::kernel::cmpxchg_double::DoubleWord;
 use crate::kernel::percpu::OnCpu;
 use crate::kernel::task::Task;
 use crate::trace::Context;
-use crate::trace::{Effect, Show, Val};
+use crate::trace::{intern, Effect, Name, Show, Val};
 
 /// NULL object pointer.
 pub const NULL: u64 = 0;
@@ -144,17 +144,73 @@ pub enum Holder {
     InHand,
 }
 
+/// Objects a model cache may have (observations are fixed-size).
+pub const MAX_OBJECTS: usize = 16;
+
+/// Which list a [`Chain`] walks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum List {
+    /// `c->freelist` of a CPU.
+    Cpu(u8),
+    /// The proposal's fallback list of a CPU.
+    Irq(u8),
+    /// `slab->freelist` of a slab.
+    Slab(u8),
+}
+
+impl std::fmt::Display for List {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            List::Cpu(i) => write!(f, "c{i}->freelist"),
+            List::Irq(i) => write!(f, "c{i}->irq_freelist"),
+            List::Slab(i) => write!(f, "slab{i}->freelist"),
+        }
+    }
+}
+
 /// One freelist as observed: its objects from the head, and whether the walk
-/// ran into a cycle.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// ran into a cycle. Fixed-size, so observing allocates nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chain {
-    pub name: String,
-    pub objects: Vec<u64>,
+    pub list: List,
+    objects: [u8; MAX_OBJECTS],
+    len: u8,
     pub cycle: bool,
 }
 
+impl Chain {
+    /// The objects from the head.
+    pub fn objects(&self) -> impl Iterator<Item = u64> + '_ {
+        self.objects[..usize::from(self.len)]
+            .iter()
+            .map(|&o| u64::from(o))
+    }
+
+    pub fn contains(&self, obj: u64) -> bool {
+        self.objects().any(|o| o == obj)
+    }
+
+    /// The head object, NULL for an empty list.
+    pub fn head(&self) -> u64 {
+        self.objects().next().unwrap_or(NULL)
+    }
+
+    /// `obj1→obj2`, `NULL`, with `(cycle)` when the walk looped.
+    pub fn render(&self) -> String {
+        let mut s: Vec<String> = self.objects().map(obj_name).collect();
+        if self.cycle {
+            s.push("(cycle)".to_string());
+        }
+        if s.is_empty() {
+            "NULL".to_string()
+        } else {
+            s.join("→")
+        }
+    }
+}
+
 /// A CPU's `kmem_cache_cpu` as observed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CpuView {
     pub slab: usize,
     pub freelist: Chain,
@@ -164,82 +220,6 @@ pub struct CpuView {
     pub locked: bool,
     /// The proposal's fallback list.
     pub irq_freelist: Option<Chain>,
-}
-
-/// The whole allocator as observed by the specs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Observation {
-    pub cpus: Vec<CpuView>,
-    /// `slab->freelist` of each slab.
-    pub slabs: Vec<Chain>,
-    /// Holders of each object (index 0 unused).
-    pub holders: Vec<Vec<(String, Holder)>>,
-    pub slab_of: Vec<usize>,
-}
-
-impl Observation {
-    /// Every list, per-CPU ones first.
-    pub fn chains(&self) -> Vec<&Chain> {
-        let mut out: Vec<&Chain> = Vec::new();
-        for c in &self.cpus {
-            out.push(&c.freelist);
-            out.extend(c.irq_freelist.as_ref());
-        }
-        out.extend(self.slabs.iter());
-        out
-    }
-
-    /// One line per CPU and slab, for a violation's state.
-    pub fn render(&self) -> String {
-        let show = |ch: &Chain| {
-            let mut s: Vec<String> = ch.objects.iter().map(|o| format!("obj{o}")).collect();
-            if ch.cycle {
-                s.push("(cycle)".to_string());
-            }
-            if s.is_empty() {
-                "NULL".to_string()
-            } else {
-                s.join("→")
-            }
-        };
-        let mut lines = Vec::new();
-        for (i, c) in self.cpus.iter().enumerate() {
-            let tid = c.tid.map(|t| format!(" tid={t}")).unwrap_or_default();
-            let irq = c
-                .irq_freelist
-                .as_ref()
-                .map(|ch| format!(" irq_freelist={}", show(ch)))
-                .unwrap_or_default();
-            lines.push(format!(
-                "cpu{i}: slab{} freelist={}{tid}{irq}",
-                c.slab,
-                show(&c.freelist)
-            ));
-        }
-        for (i, s) in self.slabs.iter().enumerate() {
-            lines.push(format!("slab{i}->freelist={}", show(s)));
-        }
-        let held: Vec<String> = self
-            .holders
-            .iter()
-            .enumerate()
-            .flat_map(|(o, hs)| {
-                hs.iter().map(move |(who, h)| match h {
-                    Holder::Owned => format!("obj{o}:{who}"),
-                    Holder::InHand => format!("obj{o}:{who}(in hand)"),
-                })
-            })
-            .collect();
-        lines.push(format!(
-            "held: {}",
-            if held.is_empty() {
-                "-".to_string()
-            } else {
-                held.join(" ")
-            }
-        ));
-        lines.join("\n")
-    }
 }
 
 /// Bits of the packed pair that hold the object (the model has < 256).
@@ -295,7 +275,7 @@ pub struct SlabState {
 }
 
 struct Ghost {
-    holders: Vec<Vec<(String, Holder)>>,
+    holders: Vec<Vec<(Name, Holder)>>,
     /// Operations completed per CPU (for the "interrupted" tracepoints).
     ops: Vec<u64>,
 }
@@ -394,7 +374,7 @@ impl Slub {
             .collect();
         let mut holders = vec![Vec::new(); n + 1];
         for (o, who) in &setup.owned {
-            holders[*o as usize].push((who.clone(), Holder::Owned));
+            holders[*o as usize].push((intern(who), Holder::Owned));
         }
         Slub {
             variant,
@@ -416,13 +396,13 @@ impl Slub {
     }
 
     fn hold(&self, t: &Task, obj: u64, h: Holder) {
-        self.ghost(|g| g.holders[obj as usize].push((t.name().to_string(), h)));
+        self.ghost(|g| g.holders[obj as usize].push((t.name(), h)));
     }
 
     fn unhold(&self, t: &Task, obj: u64, h: Holder) {
         self.ghost(|g| {
             let hs = &mut g.holders[obj as usize];
-            if let Some(i) = hs.iter().position(|(w, x)| w == t.name() && *x == h) {
+            if let Some(i) = hs.iter().position(|(w, x)| *w == t.name() && *x == h) {
                 hs.remove(i);
             }
         });
@@ -499,56 +479,116 @@ impl Slub {
         out
     }
 
-    /// What the specs observe: every list walked from its head through the
-    /// free pointers (ghost reads only), tids, lock state and holders.
-    pub fn observe(&self) -> Observation {
-        let n = self.fp.len() - 1;
-        let walk = |name: String, head: u64| {
-            let mut ch = Chain {
-                name,
-                ..Chain::default()
-            };
-            let mut o = head;
-            while o != NULL {
-                if ch.objects.contains(&o) || ch.objects.len() > n {
-                    ch.cycle = true;
-                    break;
-                }
-                ch.objects.push(o);
-                o = self.fp[o as usize].peek();
-            }
-            ch
+    fn walk(&self, list: List, head: u64) -> Chain {
+        let mut ch = Chain {
+            list,
+            objects: [0; MAX_OBJECTS],
+            len: 0,
+            cycle: false,
         };
-        let cpus = self
-            .cpus
-            .iter()
-            .enumerate()
-            .map(|(i, kc)| {
-                let (head, tid) = kc.peek();
-                CpuView {
-                    slab: kc.slab,
-                    freelist: walk(format!("c{i}->freelist"), head),
-                    tid,
-                    locked: kc.lock.peek() != 0,
-                    irq_freelist: self
-                        .variant
-                        .is_guzik()
-                        .then(|| walk(format!("c{i}->irq_freelist"), kc.irq_freelist.peek())),
-                }
-            })
-            .collect();
+        let mut o = head;
+        while o != NULL {
+            if ch.contains(o) || usize::from(ch.len) == MAX_OBJECTS {
+                ch.cycle = true;
+                break;
+            }
+            ch.objects[usize::from(ch.len)] = o as u8;
+            ch.len += 1;
+            o = self.fp[o as usize].peek();
+        }
+        ch
+    }
+
+    /// Objects in the cache (numbered 1..=n).
+    pub fn objects(&self) -> usize {
+        self.fp.len() - 1
+    }
+
+    /// CPUs with a `kmem_cache_cpu`.
+    pub fn ncpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// The slab `obj` belongs to.
+    pub fn slab_of(&self, obj: u64) -> usize {
+        self.slab_of[obj as usize]
+    }
+
+    /// CPU `i`'s `kmem_cache_cpu` as observers see it (ghost peeks only).
+    pub fn cpu_view(&self, i: usize) -> CpuView {
+        let kc = &self.cpus[i];
+        let (head, tid) = kc.peek();
+        CpuView {
+            slab: kc.slab,
+            freelist: self.walk(List::Cpu(i as u8), head),
+            tid,
+            locked: kc.lock.peek() != 0,
+            irq_freelist: self
+                .variant
+                .is_guzik()
+                .then(|| self.walk(List::Irq(i as u8), kc.irq_freelist.peek())),
+        }
+    }
+
+    /// Every list, per-CPU ones first, then the slabs'.
+    pub fn chains(&self) -> impl Iterator<Item = Chain> + '_ {
+        let per_cpu = (0..self.cpus.len()).flat_map(move |i| {
+            let v = self.cpu_view(i);
+            std::iter::once(v.freelist).chain(v.irq_freelist)
+        });
         let slabs = self
             .slabs
             .iter()
             .enumerate()
-            .map(|(i, s)| walk(format!("slab{i}->freelist"), s.pair.peek().0))
-            .collect();
-        Observation {
-            cpus,
-            slabs,
-            holders: self.ghost(|g| g.holders.clone()),
-            slab_of: self.slab_of.clone(),
+            .map(|(i, sl)| self.walk(List::Slab(i as u8), sl.pair.peek().0));
+        per_cpu.chain(slabs)
+    }
+
+    /// Calls `f` with each object's holders (index 0 unused).
+    pub fn with_holders<R>(&self, f: impl FnOnce(&[Vec<(Name, Holder)>]) -> R) -> R {
+        self.ghost(|g| f(&g.holders))
+    }
+
+    /// One line per CPU and slab, then who holds what: a violation's state.
+    pub fn render(&self) -> String {
+        let mut lines = Vec::new();
+        for i in 0..self.cpus.len() {
+            let c = self.cpu_view(i);
+            let tid = c.tid.map(|t| format!(" tid={t}")).unwrap_or_default();
+            let irq = c
+                .irq_freelist
+                .map(|ch| format!(" irq_freelist={}", ch.render()))
+                .unwrap_or_default();
+            lines.push(format!(
+                "cpu{i}: slab{} freelist={}{tid}{irq}",
+                c.slab,
+                c.freelist.render()
+            ));
         }
+        for ch in self.chains().filter(|c| matches!(c.list, List::Slab(_))) {
+            lines.push(format!("{}={}", ch.list, ch.render()));
+        }
+        let held: Vec<String> = self.with_holders(|holders| {
+            holders
+                .iter()
+                .enumerate()
+                .flat_map(|(o, hs)| {
+                    hs.iter().map(move |(who, h)| match h {
+                        Holder::Owned => format!("obj{o}:{who}"),
+                        Holder::InHand => format!("obj{o}:{who}(in hand)"),
+                    })
+                })
+                .collect()
+        });
+        lines.push(format!(
+            "held: {}",
+            if held.is_empty() {
+                "-".to_string()
+            } else {
+                held.join(" ")
+            }
+        ));
+        lines.join("\n")
     }
 
     /// mm/slub.c:set_freepointer (v6.12): link `obj` to `next`.

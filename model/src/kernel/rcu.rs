@@ -14,7 +14,6 @@
 //! for a new object of the same type: that is a distinct, legal event, and the
 //! reader must re-validate identity after taking a reference.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64 as GhostU64;
 use std::sync::{Arc, Mutex as GhostMutex};
 
@@ -363,11 +362,22 @@ impl<T> Slab<T> {
         ghost(&self.state).objects[(obj - 1) as usize].0.clone()
     }
 
-    /// Every object allocated so far with its state (observers).
-    pub fn all(&self) -> BTreeMap<ObjRef, ObjState> {
-        // The count first: `state` locks the cache again.
-        let n = ghost(&self.state).objects.len() as u64;
-        (1..=n).map(|r| (r, self.state(r))).collect()
+    /// Objects allocated so far (observers).
+    pub fn count(&self) -> usize {
+        ghost(&self.state).objects.len()
+    }
+
+    /// Calls `f` on every object allocated so far, with its state
+    /// (observers; `f` must not touch this cache).
+    pub fn each(&self, mut f: impl FnMut(ObjRef, ObjState, &T)) {
+        let st = ghost(&self.state);
+        for (i, (obj, life)) in st.objects.iter().enumerate() {
+            let state = match *life {
+                Life::Live { gen } => ObjState::Live { gen },
+                Life::Freed { gen, .. } => ObjState::Freed { gen },
+            };
+            f(i as u64 + 1, state, obj);
+        }
     }
 
     /// kfree / kmem_cache_free, called from `func` (the trace's witness of

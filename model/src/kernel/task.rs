@@ -227,11 +227,13 @@ impl Task {
             self.violation(
                 "lock_order",
                 format!(
-                    "possible circular locking: {} takes {taking} ({}) holding {held} ({}) at \
-                     step {step}; {} took {} holding {} at step {}",
+                    "possible circular locking: {} takes {taking} (class {}) while holding \
+                     {held} (class {}), after step {}; {} took class {} while holding class {} \
+                     at step {}",
                     self.name,
                     class_label(to),
                     class_label(from),
+                    step - 1,
                     r.thread,
                     class_label(r.to),
                     class_label(r.from),

@@ -1,0 +1,85 @@
+#![allow(dead_code)] // each test binary uses the part it needs
+//! What every model's test file runs: its verdict table on an engine, the
+//! shortest trace of each invariant it breaks as a reviewed snapshot
+//! (`tests/snapshots/<model>__<invariant>.snap`), and the replay of its
+//! corpus files. Each function asserts; none states what an engine should
+//! report beyond the registry's expectation.
+
+use std::path::Path;
+
+use vfsmc::check::{registry_checks, verdict_table, witness_traces, Check, Report};
+use vfsmc::corpus::{self, Entry};
+use vfsmc::engine::EngineKind;
+use vfsmc_specs::Model;
+
+pub fn model(name: &str) -> &'static dyn Model {
+    vfsmc_specs::model(name).unwrap_or_else(|| panic!("{name} is registered"))
+}
+
+/// Runs every PR-tier registry check of `model` on `engine` (each adjusted
+/// by `tune`), prints each summary, and fails with the full report of every
+/// verdict that differs from the registry. Returns the reports.
+pub fn verdicts(model: &str, engine: EngineKind, tune: impl Fn(&mut Check)) -> Vec<Report> {
+    let checks = registry_checks(self::model(model), engine)
+        .into_iter()
+        .map(|mut c| {
+            tune(&mut c);
+            c
+        });
+    let table = verdict_table(checks);
+    assert!(
+        table.disagreements.is_empty(),
+        "{} {engine} check(s) of {model} disagree with the registry:\n{}",
+        table.disagreements.len(),
+        table.disagreements.join("\n")
+    );
+    table.reports
+}
+
+/// One snapshot per invariant the model breaks: its shortest witness trace.
+pub fn snapshots(model: &str) {
+    let traces = witness_traces(self::model(model)).unwrap_or_else(|e| panic!("{e}"));
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.set_snapshot_path("../snapshots");
+    settings.bind(|| {
+        for (invariant, trace) in traces {
+            insta::assert_snapshot!(format!("{model}__{invariant}"), trace);
+        }
+    });
+}
+
+/// Every corpus file of `model` replays: its recorded outcome and trace, the
+/// same trace on two replays, and an expectation the registry agrees with.
+pub fn corpus(model: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let mut failures = Vec::new();
+    let mut replayed = 0;
+    for f in corpus::files(&dir).expect("corpus/ is readable") {
+        let name = f.display().to_string();
+        let text = std::fs::read_to_string(&f).unwrap();
+        let entry = match Entry::parse(&name, &text) {
+            Ok(e) => e,
+            Err(e) => {
+                failures.push(e.to_string());
+                continue;
+            }
+        };
+        if entry.model != model {
+            continue;
+        }
+        replayed += 1;
+        if !corpus::registry_agrees(&entry) {
+            failures.push(format!(
+                "{name}: expects {} but the registry disagrees",
+                entry.expect
+            ));
+        }
+        if let Err(e) = corpus::replay(&name, &entry) {
+            failures.push(e.to_string());
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(replayed > 0, "corpus/ holds no seed of {model}");
+}
