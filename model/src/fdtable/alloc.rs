@@ -195,9 +195,6 @@ pub fn alloc_fd(fs: &Fs, t: &Task, start: u32, cloexec: bool) -> Result<u32, Err
             let _f = t.enter("alloc_fd sanity check");
             fdt.fd[fd as usize].rcu_access_pointer(t);
         }
-        // next_fd and the open bit change together for every observer (a
-        // real thread's invariant check must not land between the two).
-        let _s = crate::exec::atomic_section();
         let advance = start <= next_fd;
         if advance {
             fs.files.next_fd.update(&g, |n| *n = fd + 1);
