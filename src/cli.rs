@@ -113,6 +113,7 @@ type Out<T> = Result<T, BadInput>;
 
 /// Runs the CLI; returns the exit code.
 pub fn main() -> i32 {
+    die_quietly_on_closed_pipe();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -141,6 +142,17 @@ pub fn main() -> i32 {
             eprintln!("vfsmc: {msg}");
             2
         }
+    }
+}
+
+/// Rust starts programs with SIGPIPE ignored, so printing into a closed pipe
+/// (`vfsmc show fdtable | head`) panics. A command-line tool should stop
+/// quietly instead, as `cat` does: restore the default action.
+fn die_quietly_on_closed_pipe() {
+    // SAFETY: resetting a signal to its default action before any thread is
+    // spawned; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -271,3 +271,28 @@ fn json_has_the_documented_fields() {
         assert!(v.get(key).is_some(), "json lacks '{key}': {line}");
     }
 }
+
+/// `vfsmc show fdtable | head` must stop quietly when the reader goes away.
+/// The pipe's read end is closed before vfsmc starts, so its first write
+/// finds no reader.
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe(2) returns.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe(2) failed");
+    // SAFETY: both descriptors were just returned by pipe(2), owned once.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    let o = Command::new(env!("CARGO_BIN_EXE_vfsmc"))
+        .args(["show", "fdtable"])
+        .stdout(Stdio::from(write))
+        .stderr(Stdio::piped())
+        .output()
+        .expect("the vfsmc binary runs");
+    assert_eq!(stderr(&o), "", "a closed pipe is not an error to report");
+    assert_eq!(o.status.signal(), Some(libc::SIGPIPE), "{:?}", o.status);
+}
