@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use vfsmc_model::exec::{OpCost, Record};
 use vfsmc_specs::{Expected, Model, Run, Scenario, Variant};
 
-use crate::engine::{self, Body, Budget, EngineKind, Exploration};
+use crate::engine::{self, Body, Budget, EngineKind, Exploration, Found};
 use crate::render;
 
 /// What a check found.
@@ -125,8 +125,7 @@ impl Check {
     }
 
     fn report(&self, e: Exploration) -> Report {
-        let exhaustive_engine =
-            matches!(self.engine, EngineKind::Loom | EngineKind::Dfs) && e.exhaustive;
+        let exhaustive_engine = self.engine.engine().exhaustive() && e.exhaustive;
         let unreached: Vec<String> = if e.failure.is_none() && self.schedule.is_none() {
             self.scenario
                 .goals
@@ -142,10 +141,7 @@ impl Check {
             (None, false) if exhaustive_engine => Verdict::Unreached,
             _ => Verdict::Holds,
         };
-        let max_preemptions = match self.engine {
-            EngineKind::Loom => e.preemption_bound,
-            _ => e.failure.as_ref().and_then(|f| f.preemptions),
-        };
+        let max_preemptions = e.max_preemptions();
         Report {
             model: self.model.name().to_string(),
             variant: self.variant.name.to_string(),
@@ -231,39 +227,29 @@ impl Report {
         if !self.input.is_empty() {
             line.push_str(&format!(" --input {}", hex(&self.input)));
         }
-        match (self.engine, &self.schedule) {
-            (EngineKind::Loom, _) => {
-                if let Some(n) = self.max_preemptions {
-                    line.push_str(&format!(" --max-preemptions {n}"));
-                }
-            }
-            (_, Some(s)) => line.push_str(&format!(" --schedule {s}")),
-            (EngineKind::Stress, None) => {
-                return "(stress failures do not replay: re-run with --engine loom or pct)"
-                    .to_string()
-            }
-            _ => line.push_str(&format!(" --seed {}", self.seed)),
+        match self.engine.engine().replay_flags(&self.found()) {
+            Ok(flags) => line + &flags,
+            Err(why) => why,
         }
-        line
+    }
+
+    /// How this report's search was run, as its engine reads it.
+    fn found(&self) -> Found<'_> {
+        Found {
+            seed: self.seed,
+            max_preemptions: self.max_preemptions,
+            schedule: self.schedule.as_deref(),
+        }
     }
 
     fn coverage(&self) -> String {
-        let bound = match (self.engine, self.max_preemptions) {
-            (EngineKind::Loom, Some(n)) => format!(", preemption bound {n}"),
-            (EngineKind::Loom, None) => ", unbounded".to_string(),
-            _ => String::new(),
-        };
-        let seed = if self.engine.is_shuttle() && self.engine != EngineKind::Dfs {
-            format!(", seed {}", self.seed)
-        } else {
-            String::new()
-        };
+        let engine = self.engine.engine().coverage(&self.found());
         let exhaustive = if self.exhaustive {
             "exhaustive"
         } else {
             "not exhaustive"
         };
-        format!("{} executions, {exhaustive}{bound}{seed}", self.executions)
+        format!("{} executions, {exhaustive}{engine}", self.executions)
     }
 
     /// A one-line summary: `model/variant scenario engine: verdict (...)`.

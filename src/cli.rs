@@ -12,7 +12,7 @@ use vfsmc_specs::{Expected, Model, Run, Scenario, Variant};
 
 use crate::check::{self, Check, Report, Verdict};
 use crate::corpus::{self, Entry, ReplayError};
-use crate::engine::{Budget, EngineKind};
+use crate::engine::{Budget, Engine, EngineKind, Knob, Replay};
 
 #[derive(Parser)]
 #[command(
@@ -253,9 +253,13 @@ fn engines_of(a: &CheckArgs) -> Out<Vec<EngineKind>> {
     engines.sort();
     engines.dedup();
     if let Some(n) = a.max_preemptions {
-        if !engines.contains(&EngineKind::Loom) {
+        if !engines
+            .iter()
+            .any(|e| e.engine().reads(Knob::MaxPreemptions))
+        {
             return Err(BadInput(format!(
-                "--max-preemptions bounds loom only; engine(s) '{}' take --iterations/--pct-depth",
+                "--max-preemptions bounds {} only; engine(s) '{}' take --iterations/--pct-depth",
+                engine_names(|e| e.reads(Knob::MaxPreemptions)),
                 a.engine
             )));
         }
@@ -265,13 +269,28 @@ fn engines_of(a: &CheckArgs) -> Out<Vec<EngineKind>> {
             )));
         }
     }
-    if a.schedule.is_some() && (engines.len() != 1 || !engines[0].is_shuttle()) {
+    let replays_schedule = |e: &EngineKind| e.engine().replay() == Replay::Schedule;
+    if a.schedule.is_some() && (engines.len() != 1 || !replays_schedule(&engines[0])) {
         return Err(BadInput(format!(
-            "--schedule replays one shuttle engine (random, pct or dfs), not '{}'",
+            "--schedule replays one shuttle engine ({}), not '{}'",
+            engine_names(|e| e.replay() == Replay::Schedule),
             a.engine
         )));
     }
     Ok(engines)
+}
+
+/// The engines `pick` selects, as "a, b or c".
+fn engine_names(pick: impl Fn(&dyn Engine) -> bool) -> String {
+    let names: Vec<&str> = EngineKind::ALL
+        .iter()
+        .filter(|e| pick(e.engine()))
+        .map(|e| e.name())
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.concat(),
+    }
 }
 
 fn budget_of(a: &CheckArgs, engine: EngineKind) -> Out<Budget> {
@@ -284,12 +303,12 @@ fn budget_of(a: &CheckArgs, engine: EngineKind) -> Out<Budget> {
         ));
     }
     let d = Budget::default();
-    let loom = engine == EngineKind::Loom;
+    let e = engine.engine();
     Ok(Budget {
         iterations: a.iterations.unwrap_or(d.iterations),
         seed: a.seed,
-        max_preemptions: a.max_preemptions.filter(|_| loom),
-        loom_cap: a.iterations.filter(|_| loom),
+        max_preemptions: a.max_preemptions.filter(|_| e.reads(Knob::MaxPreemptions)),
+        loom_cap: a.iterations.filter(|_| e.reads(Knob::LoomCap)),
         pct_depth: a.pct_depth,
     })
 }

@@ -172,6 +172,11 @@ fn malformed_corpus_files_name_file_and_line() {
             ":1: unknown engine 'tla'",
         ),
         (
+            "loom-schedule.vfsmc",
+            "engine: loom\nschedule: 00\n",
+            ":2: 'schedule' does not apply to engine 'loom'",
+        ),
+        (
             "missing.vfsmc",
             "engine: loom\nexpect: holds\n",
             "missing required key",

@@ -1,0 +1,107 @@
+//! loom: exhaustive DPOR under the C11 memory model. It runs preemption
+//! bounds 0, 1, 2, … before the requested bound (or unbounded), so the first
+//! counterexample reported is one with the fewest preemptions.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+
+use vfsmc_model::sync::{with_backend, Backend};
+
+use super::{
+    failure_record, instrument, lock, Body, Budget, Collector, CorpusKey, Engine, Exploration,
+    Failure, Found, Knob, Replay,
+};
+
+pub struct Loom;
+
+impl Engine for Loom {
+    fn name(&self) -> &'static str {
+        "loom"
+    }
+
+    fn exhaustive(&self) -> bool {
+        true
+    }
+
+    fn memory_model(&self) -> &'static str {
+        "C11: weak memory, but no load buffering, and coherence follows execution order"
+    }
+
+    fn knobs(&self) -> &'static [Knob] {
+        &[Knob::MaxPreemptions, Knob::LoomCap]
+    }
+
+    fn replay(&self) -> Replay {
+        Replay::Bound
+    }
+
+    fn corpus_keys(&self) -> &'static [CorpusKey] {
+        &[CorpusKey::MaxPreemptions]
+    }
+
+    fn coverage(&self, found: &Found) -> String {
+        match found.max_preemptions {
+            Some(n) => format!(", preemption bound {n}"),
+            None => ", unbounded".to_string(),
+        }
+    }
+
+    fn explore(&self, budget: &Budget, body: Body) -> Exploration {
+        let mut last = Exploration::default();
+        for bound in bounds(budget) {
+            last = explore_bound(budget, bound, body.clone());
+            if last.failure.is_some() {
+                break;
+            }
+        }
+        last
+    }
+}
+
+/// The preemption bounds tried in turn, fewest first.
+fn bounds(budget: &Budget) -> Vec<Option<usize>> {
+    match budget.max_preemptions {
+        Some(n) => (0..=n).map(Some).collect(),
+        None => vec![Some(0), Some(1), Some(2), None],
+    }
+}
+
+fn builder(budget: &Budget, bound: Option<usize>) -> ::loom::model::Builder {
+    let mut builder = ::loom::model::Builder::new();
+    builder.preemption_bound = bound;
+    builder.max_permutations = budget.loom_cap;
+    builder.checkpoint_interval = 1;
+    builder.checkpoint_file = None;
+    builder.max_branches = 10_000;
+    builder
+}
+
+/// One loom run under `bound`.
+fn explore_bound(budget: &Budget, bound: Option<usize>, body: Body) -> Exploration {
+    let col = Arc::new(Mutex::new(Collector::default()));
+    let f = instrument(body, col.clone());
+    let builder = builder(budget, bound);
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        with_backend(Backend::Loom, || builder.check(f));
+    }));
+    let c = lock(&col);
+    let executions = c.executions;
+    let capped = budget.loom_cap.is_some_and(|cap| executions >= cap);
+    let mut out = Exploration {
+        executions,
+        exhaustive: !capped,
+        preemption_bound: bound,
+        failure: None,
+        reached: c.reached.clone(),
+    };
+    drop(c);
+    if let Err(payload) = result {
+        out.failure = Some(Failure {
+            record: failure_record(&col, payload),
+            schedule: None,
+            preemptions: bound,
+        });
+        out.exhaustive = false;
+    }
+    out
+}

@@ -1,0 +1,61 @@
+//! stress: real std threads under the OS scheduler. Neither exhaustive nor
+//! replayable; it reports what it saw.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+
+use vfsmc_model::sync::{with_backend, Backend};
+
+use super::{
+    failure_record, instrument, lock, Body, Budget, Collector, CorpusKey, Engine, Exploration,
+    Failure, Knob, Replay,
+};
+
+pub struct Stress;
+
+impl Engine for Stress {
+    fn name(&self) -> &'static str {
+        "stress"
+    }
+
+    fn exhaustive(&self) -> bool {
+        false
+    }
+
+    fn memory_model(&self) -> &'static str {
+        "the host CPU's, as the OS happens to schedule it: not replayable"
+    }
+
+    fn knobs(&self) -> &'static [Knob] {
+        &[Knob::Iterations]
+    }
+
+    fn replay(&self) -> Replay {
+        Replay::Never
+    }
+
+    fn corpus_keys(&self) -> &'static [CorpusKey] {
+        &[]
+    }
+
+    fn explore(&self, budget: &Budget, body: Body) -> Exploration {
+        let col = Arc::new(Mutex::new(Collector::default()));
+        let f = instrument(body, col.clone());
+        let mut out = Exploration::default();
+        for _ in 0..budget.iterations {
+            let result = catch_unwind(AssertUnwindSafe(|| with_backend(Backend::Std, &f)));
+            if let Err(payload) = result {
+                out.failure = Some(Failure {
+                    record: failure_record(&col, payload),
+                    schedule: None,
+                    preemptions: None,
+                });
+                break;
+            }
+        }
+        let c = lock(&col);
+        out.executions = c.executions;
+        out.reached = c.reached.clone();
+        out
+    }
+}
