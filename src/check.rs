@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use vfsmc_model::exec::{OpCost, Record};
 use vfsmc_specs::{Expected, Model, Run, Scenario, Variant};
 
-use crate::engine::{self, Body, Budget, EngineKind, Exploration, Found};
+use crate::engine::{self, Body, Budget, EngineKind, Exploration, Found, ScheduleError};
 use crate::render;
 
 /// What a check found.
@@ -115,8 +115,8 @@ impl Check {
         body_for(self.model, self.run_spec())
     }
 
-    /// Runs the check.
-    pub fn run(&self) -> Result<Report, String> {
+    /// Runs the check; only a replay (`schedule`) can fail to start.
+    pub fn run(&self) -> Result<Report, ScheduleError> {
         let exploration = match &self.schedule {
             Some(s) => engine::replay(s, self.body())?,
             None => engine::explore(self.engine, &self.budget, self.body()),
@@ -400,7 +400,7 @@ pub fn witness_traces(model: &'static dyn Model) -> Result<Vec<(&'static str, St
     invariant_witnesses(model)?
         .into_iter()
         .map(|(invariant, c)| {
-            let r = c.run()?;
+            let r = c.run().map_err(|e| e.to_string())?;
             match (&r.record, r.matches_expected()) {
                 (Some(record), true) => Ok((invariant, render::text_trace(record))),
                 _ => Err(r.text()),

@@ -381,7 +381,7 @@ fn run_check(a: CheckArgs) -> Out<i32> {
             }
             eprintln!("note: {engine} cannot give this variant its registry verdict: {why}");
         }
-        let r = c.run().map_err(BadInput)?;
+        let r = c.run().map_err(|e| BadInput(e.to_string()))?;
         if registry_mode {
             failed |= !r.matches_expected();
         } else {

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use vfsmc_specs::Run;
 
 use crate::check::{self, Check, Report, Verdict};
-use crate::engine::{Budget, CorpusKey, EngineKind, Replay};
+use crate::engine::{Budget, CorpusKey, EngineKind, Replay, ScheduleError};
 use crate::render;
 
 const TRACE_MARKER: &str = "--- trace";
@@ -417,8 +417,9 @@ pub fn replay(file: &str, e: &Entry) -> Result<Report, ReplayError> {
             e.fingerprint, e.model, e.variant, e.scenario, e.engine
         )));
     }
-    let first = c.run().map_err(ReplayError::Input)?;
-    let second = c.run().map_err(ReplayError::Input)?;
+    let input = |e: ScheduleError| ReplayError::Input(e.to_string());
+    let first = c.run().map_err(input)?;
+    let second = c.run().map_err(input)?;
     let got = outcome(&first);
     if got != e.expect {
         return Err(ReplayError::Mismatch(format!(

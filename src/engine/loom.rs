@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use vfsmc_model::sync::{with_backend, Backend};
 
 use super::{
-    failure_record, instrument, lock, Body, Budget, Collector, CorpusKey, Engine, Exploration,
+    instrument, lock, Body, Budget, Collector, CorpusKey, Engine, EngineFailure, Exploration,
     Failure, Found, Knob, Replay,
 };
 
@@ -58,6 +58,20 @@ impl Engine for Loom {
     }
 }
 
+/// loom 0.7.3's own failures, by their panic text: `rt/execution.rs` reports
+/// "deadlock; threads = …", `rt/path.rs` "Model exceeded maximum number of
+/// branches…" (the budget's `loom_max_branches`, which a spin loop reaches).
+/// Any other panic is the model's.
+fn classify(msg: &str) -> EngineFailure {
+    if msg.contains("deadlock; threads =") {
+        EngineFailure::Deadlock
+    } else if msg.contains("exceeded maximum number of branches") {
+        EngineFailure::Livelock
+    } else {
+        EngineFailure::ModelPanic
+    }
+}
+
 /// The preemption bounds tried in turn, fewest first.
 fn bounds(budget: &Budget) -> Vec<Option<usize>> {
     match budget.max_preemptions {
@@ -97,9 +111,8 @@ fn explore_bound(budget: &Budget, bound: Option<usize>, body: Body) -> Explorati
     drop(c);
     if let Err(payload) = result {
         out.failure = Some(Failure {
-            record: failure_record(&col, payload),
-            schedule: None,
             preemptions: bound,
+            ..Failure::from_panic(&col, payload, classify)
         });
         out.exhaustive = false;
     }

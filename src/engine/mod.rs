@@ -230,6 +230,8 @@ impl Default for Budget {
 #[derive(Clone, Debug)]
 pub struct Failure {
     pub record: Record,
+    /// Set when the engine detected it, rather than an invariant.
+    pub engine: Option<EngineFailure>,
     /// shuttle: the serialised schedule that replays it.
     pub schedule: Option<String>,
     /// Preemptions in the failing execution (shuttle), or the loom bound
@@ -295,15 +297,66 @@ fn instrument(body: Body, col: Arc<Mutex<Collector>>) -> impl Fn() + Send + Sync
     }
 }
 
-/// Turns an engine's panic into the failing execution's record.
-fn failure_record(col: &Mutex<Collector>, payload: Box<dyn std::any::Any + Send>) -> Record {
-    let exec = lock(col).current.clone().unwrap_or_default();
-    if exec.violation().is_none() {
-        let msg = panic_message(&payload);
-        let invariant = classify_engine_panic(&msg);
-        exec::record_engine_failure(&exec, invariant, msg);
+/// A failure the engine detected itself, rather than an invariant of the
+/// model. Each engine tells its own apart from the model's panics in one
+/// `classify` function, by the panic text of its pinned version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineFailure {
+    /// Every thread is blocked.
+    Deadlock,
+    /// An execution ran past the engine's step bound: a spin or retry loop
+    /// that never ends.
+    Livelock,
+    /// The model code itself panicked: a bug in the model, not a finding.
+    ModelPanic,
+    /// shuttle's PCT refuses a program with a single interleaving.
+    NoConcurrency,
+    /// A replayed schedule does not fit the execution.
+    ReplayDiverged,
+}
+
+impl EngineFailure {
+    /// The invariant a trace names it by. `NoConcurrency` and
+    /// `ReplayDiverged` never reach a report (the first is a complete
+    /// search, the second a [`ScheduleError`]); they are recorded as model
+    /// panics, as they always were.
+    pub fn invariant(self) -> &'static str {
+        match self {
+            EngineFailure::Deadlock => "deadlock",
+            EngineFailure::Livelock => "livelock",
+            EngineFailure::ModelPanic
+            | EngineFailure::NoConcurrency
+            | EngineFailure::ReplayDiverged => "model_panic",
+        }
     }
-    exec.record()
+}
+
+/// How an engine names its panics.
+type Classify = fn(&str) -> EngineFailure;
+
+impl Failure {
+    /// The failing execution behind a panic out of the engine: the model's
+    /// violation if it raised one, else what `classify` makes of the panic.
+    fn from_panic(
+        col: &Mutex<Collector>,
+        payload: Box<dyn std::any::Any + Send>,
+        classify: Classify,
+    ) -> Failure {
+        let exec = lock(col).current.clone().unwrap_or_default();
+        let mut engine = None;
+        if exec.violation().is_none() {
+            let msg = panic_message(&payload);
+            let kind = classify(&msg);
+            exec::record_engine_failure(&exec, kind.invariant(), msg);
+            engine = Some(kind);
+        }
+        Failure {
+            record: exec.record(),
+            engine,
+            schedule: None,
+            preemptions: None,
+        }
+    }
 }
 
 fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
@@ -316,17 +369,29 @@ fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-/// Engine-detected failures are liveness or model bugs, named as invariants.
-fn classify_engine_panic(msg: &str) -> &'static str {
-    let m = msg.to_lowercase();
-    if m.contains("deadlock") {
-        "deadlock"
-    } else if m.contains("maximum number of branches")
-        || m.contains("max_steps")
-        || m.contains("exceeded")
-    {
-        "livelock"
-    } else {
-        "model_panic"
+/// Why a schedule string does not replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScheduleError {
+    /// It is not a schedule vfsmc printed.
+    Malformed { schedule: String },
+    /// It decodes, but does not fit this check's execution.
+    Diverged { schedule: String, step: usize },
+}
+
+impl fmt::Display for ScheduleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScheduleError::Malformed { schedule } => write!(
+                f,
+                "bad schedule string '{schedule}' (expected the hex string vfsmc printed)"
+            ),
+            ScheduleError::Diverged { schedule, step } => write!(
+                f,
+                "schedule '{schedule}' does not replay on this check: it diverged after step {step} \
+                 (it was recorded for another model, variant, scenario or input, or an older model)"
+            ),
+        }
     }
 }
+
+impl std::error::Error for ScheduleError {}

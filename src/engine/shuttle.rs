@@ -15,8 +15,8 @@ use vfsmc_model::exec::{self, Record};
 use vfsmc_model::sync::{with_backend, Backend};
 
 use super::{
-    failure_record, instrument, lock, Body, Budget, Collector, CorpusKey, Engine, Exploration,
-    Failure, Found, Knob, Replay,
+    instrument, lock, Body, Budget, Collector, CorpusKey, Engine, EngineFailure, Exploration,
+    Failure, Found, Knob, Replay, ScheduleError,
 };
 use crate::quiet;
 
@@ -247,13 +247,13 @@ fn run_shuttle_counted<S: Scheduler + 'static>(sched: S, body: Body) -> (Explora
     if let Err(payload) = result {
         let r = lock(&rec);
         out.failure = Some(Failure {
-            record: failure_record(&col, payload),
             // shuttle wraps its hex at 76 columns; one token pastes better.
             schedule: r
                 .schedule
                 .as_ref()
                 .map(|s| serialize_schedule(s).replace('\n', "")),
             preemptions: Some(r.preemptions),
+            ..Failure::from_panic(&col, payload, classify)
         });
     }
     let points = lock(&rec).schedule.as_ref().map_or(0, Schedule::len);
@@ -262,7 +262,7 @@ fn run_shuttle_counted<S: Scheduler + 'static>(sched: S, body: Body) -> (Explora
 
 fn explore_shuttle<S: Scheduler + 'static>(sched: S, budget: &Budget, body: Body) -> Exploration {
     let mut out = run_shuttle(sched, body.clone());
-    if no_concurrency(&out) {
+    if detected(&out, EngineFailure::NoConcurrency) {
         // PCT refuses a program with a single interleaving; the execution it
         // ran was that interleaving, so the search is complete.
         out.failure = None;
@@ -275,13 +275,29 @@ fn explore_shuttle<S: Scheduler + 'static>(sched: S, budget: &Budget, body: Body
     out
 }
 
-fn no_concurrency(e: &Exploration) -> bool {
-    e.failure
-        .as_ref()
-        .and_then(|f| f.record.violation.as_ref())
-        .is_some_and(|v| {
-            v.invariant == "model_panic" && v.message.contains("did not exercise any concurrency")
-        })
+/// shuttle-engine 0.1.8's and shuttle-schedulers 0.1.1's own failures, by
+/// their panic text: `runtime/execution.rs` reports "deadlock! blocked
+/// tasks…" or "deadlock while dropping…", "exceeded max_steps bound…" or
+/// "… exceeded the step bound (…) while it was being dropped…"; `pct.rs`
+/// asserts "test closure did not exercise any concurrency"; `replay.rs`
+/// complains in the four ways of [`REPLAY_DIVERGED`]. Any other panic is the
+/// model's.
+fn classify(msg: &str) -> EngineFailure {
+    if msg.contains("deadlock! blocked tasks") || msg.contains("deadlock while dropping") {
+        EngineFailure::Deadlock
+    } else if msg.contains("exceeded max_steps bound") || msg.contains("exceeded the step bound") {
+        EngineFailure::Livelock
+    } else if msg.contains("did not exercise any concurrency") {
+        EngineFailure::NoConcurrency
+    } else if REPLAY_DIVERGED.iter().any(|m| msg.contains(m)) {
+        EngineFailure::ReplayDiverged
+    } else {
+        EngineFailure::ModelPanic
+    }
+}
+
+fn detected(e: &Exploration, kind: EngineFailure) -> bool {
+    e.failure.as_ref().is_some_and(|f| f.engine == Some(kind))
 }
 
 fn invariant_of(e: &Exploration) -> Option<String> {
@@ -323,26 +339,27 @@ fn shrink_preemptions(out: &mut Exploration, seed: u64, body: Body) {
 }
 
 /// Replays one shuttle schedule string.
-pub fn replay(schedule: &str, body: Body) -> Result<Exploration, String> {
-    let bad =
-        || format!("bad schedule string '{schedule}' (expected the hex string vfsmc printed)");
+pub fn replay(schedule: &str, body: Body) -> Result<Exploration, ScheduleError> {
     // shuttle's decoder indexes into truncated input; a panic there is bad
     // input too.
     let decoded = quiet::quietly(|| catch_unwind(|| deserialize_schedule(schedule)));
-    let parsed = decoded.ok().flatten().ok_or_else(bad)?;
+    let parsed = decoded
+        .ok()
+        .flatten()
+        .ok_or_else(|| ScheduleError::Malformed {
+            schedule: schedule.to_string(),
+        })?;
     let out = quiet::quietly(|| run_shuttle(ReplayScheduler::new_from_schedule(parsed), body));
-    if let Some(v) = out
-        .failure
-        .as_ref()
-        .and_then(|f| f.record.violation.as_ref())
-    {
-        if v.invariant == "model_panic" && REPLAY_DIVERGED.iter().any(|m| v.message.contains(m)) {
-            return Err(format!(
-                "schedule '{schedule}' does not replay on this check: it diverged after step {} \
-                 (it was recorded for another model, variant, scenario or input, or an older model)",
-                v.step
-            ));
-        }
+    if detected(&out, EngineFailure::ReplayDiverged) {
+        let violation = out
+            .failure
+            .as_ref()
+            .and_then(|f| f.record.violation.as_ref());
+        let step = violation.map_or(0, |v| v.step);
+        return Err(ScheduleError::Diverged {
+            schedule: schedule.to_string(),
+            step,
+        });
     }
     Ok(out)
 }

@@ -7,11 +7,17 @@ use std::sync::{Arc, Mutex};
 use vfsmc_model::sync::{with_backend, Backend};
 
 use super::{
-    failure_record, instrument, lock, Body, Budget, Collector, CorpusKey, Engine, Exploration,
+    instrument, lock, Body, Budget, Collector, CorpusKey, Engine, EngineFailure, Exploration,
     Failure, Knob, Replay,
 };
 
 pub struct Stress;
+
+/// Real threads detect nothing: a deadlock hangs and a livelock spins, so
+/// every panic that is not a violation is the model's.
+fn classify(_msg: &str) -> EngineFailure {
+    EngineFailure::ModelPanic
+}
 
 impl Engine for Stress {
     fn name(&self) -> &'static str {
@@ -45,11 +51,7 @@ impl Engine for Stress {
         for _ in 0..budget.iterations {
             let result = catch_unwind(AssertUnwindSafe(|| with_backend(Backend::Std, &f)));
             if let Err(payload) = result {
-                out.failure = Some(Failure {
-                    record: failure_record(&col, payload),
-                    schedule: None,
-                    preemptions: None,
-                });
+                out.failure = Some(Failure::from_panic(&col, payload, classify));
                 break;
             }
         }
