@@ -73,27 +73,34 @@ pub struct Report {
 }
 
 impl Check {
-    /// A check of `variant` on `scenario` with the registry's default budget
-    /// for `engine` (loom: the scenario's PR-tier preemption bound).
+    /// A check of `variant` on `scenario` with the default budget (never
+    /// the environment's) and the scenario's PR-tier loom bound.
     pub fn new(
         model: &'static dyn Model,
         variant: &'static Variant,
         scenario: &'static Scenario,
         engine: EngineKind,
     ) -> Check {
-        let budget = Budget {
-            max_preemptions: scenario.loom_bound,
-            ..Budget::default()
-        };
         Check {
             model,
             variant,
             scenario,
             engine,
-            budget,
+            budget: Budget::default(),
             input: Vec::new(),
             schedule: None,
         }
+        .with_budget(&Budget::default())
+    }
+
+    /// This check within `budget`; where the budget sets no loom bound, the
+    /// scenario's PR-tier bound applies.
+    pub fn with_budget(mut self, budget: &Budget) -> Check {
+        self.budget = Budget {
+            max_preemptions: budget.max_preemptions.or(self.scenario.loom_bound),
+            ..budget.clone()
+        };
+        self
     }
 
     /// Why this check's engine cannot give the registry verdict, if it cannot.
@@ -118,7 +125,7 @@ impl Check {
     /// Runs the check; only a replay (`schedule`) can fail to start.
     pub fn run(&self) -> Result<Report, ScheduleError> {
         let exploration = match &self.schedule {
-            Some(s) => engine::replay(s, self.body())?,
+            Some(s) => engine::replay(s, &self.budget, self.body())?,
             None => engine::explore(self.engine, &self.budget, self.body()),
         };
         Ok(self.report(exploration))

@@ -40,6 +40,7 @@ enum Command {
     Show { model: String },
     /// Check variants; with no MODEL, check the whole registry against its
     /// expected verdicts.
+    #[command(after_help = crate::engine::help())]
     Check(CheckArgs),
     /// Replay corpus files; exit 0 when each reproduces its recorded outcome.
     Replay {
@@ -69,17 +70,19 @@ struct CheckArgs {
     /// Engine(s): loom, random, pct, dfs, stress, a comma-separated list, or all.
     #[arg(long, default_value = "loom,pct")]
     engine: String,
-    /// Executions for random/pct/dfs/stress (a cap for loom).
+    /// Executions for random/pct/dfs/stress (a cap for loom) [env: VFSMC_ITERATIONS].
     #[arg(long)]
-    iterations: Option<usize>,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// loom: largest preemption bound (default: the scenario's PR-tier bound).
+    iterations: Option<u64>,
+    /// Seed of random and PCT [env: VFSMC_SEED].
     #[arg(long)]
-    max_preemptions: Option<usize>,
-    /// PCT depth (preemptions the bug needs + 1).
-    #[arg(long, default_value_t = 4)]
-    pct_depth: usize,
+    seed: Option<u64>,
+    /// loom: largest preemption bound (default: the scenario's PR-tier bound)
+    /// [env: VFSMC_MAX_PREEMPTIONS].
+    #[arg(long)]
+    max_preemptions: Option<u64>,
+    /// PCT depth (preemptions the bug needs + 1) [env: VFSMC_PCT_DEPTH].
+    #[arg(long)]
+    pct_depth: Option<u64>,
     /// Replay this shuttle schedule (as printed by a failing check).
     #[arg(long)]
     schedule: Option<String>,
@@ -101,9 +104,12 @@ struct BenchArgs {
     /// Seeds per random/PCT measurement (the median is reported).
     #[arg(long, default_value_t = 20)]
     seeds: u64,
-    /// Cap on executions per search.
-    #[arg(long, default_value_t = 100_000)]
-    iterations: usize,
+    /// Cap on executions per search (default 100000) [env: VFSMC_ITERATIONS].
+    #[arg(long)]
+    iterations: Option<u64>,
+    /// Executions per throughput measurement, at most the cap.
+    #[arg(long, default_value_t = 20_000)]
+    throughput_iterations: usize,
 }
 
 /// Bad input: printed with its context, exit 2.
@@ -293,24 +299,36 @@ fn engine_names(pick: impl Fn(&dyn Engine) -> bool) -> String {
     }
 }
 
-fn budget_of(a: &CheckArgs, engine: EngineKind) -> Out<Budget> {
-    if a.iterations == Some(0) {
-        return Err(BadInput("--iterations must be at least 1".into()));
+/// The budget of every check: flags over `base` (the default budget with the
+/// environment applied). One budget serves every engine, as each reads only
+/// its own knobs.
+fn budget_of(a: &CheckArgs, base: &Budget) -> Out<Budget> {
+    let mut b = base.clone();
+    if let Some(n) = flag(Knob::Iterations, a.iterations)? {
+        Knob::Iterations.set(&mut b, n);
+        // The flag caps loom too: one number for "how long may it search".
+        Knob::LoomCap.set(&mut b, n);
     }
-    if a.pct_depth == 0 {
-        return Err(BadInput(
-            "--pct-depth must be at least 1 (depth = preemptions + 1)".into(),
-        ));
+    for (knob, value) in [
+        (Knob::Seed, a.seed),
+        (Knob::MaxPreemptions, a.max_preemptions),
+        (Knob::PctDepth, a.pct_depth),
+    ] {
+        if let Some(v) = flag(knob, value)? {
+            knob.set(&mut b, v);
+        }
     }
-    let d = Budget::default();
-    let e = engine.engine();
-    Ok(Budget {
-        iterations: a.iterations.unwrap_or(d.iterations),
-        seed: a.seed,
-        max_preemptions: a.max_preemptions.filter(|_| e.reads(Knob::MaxPreemptions)),
-        loom_cap: a.iterations.filter(|_| e.reads(Knob::LoomCap)),
-        pct_depth: a.pct_depth,
-    })
+    Ok(b)
+}
+
+/// A knob's flag value, checked against the knob's range.
+fn flag(knob: Knob, value: Option<u64>) -> Out<Option<u64>> {
+    let name = knob.flag().unwrap_or(knob.env());
+    value.map(|v| knob.check(name, v).map_err(bad)).transpose()
+}
+
+fn bad(e: impl std::fmt::Display) -> BadInput {
+    BadInput(e.to_string())
 }
 
 fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Check>> {
@@ -345,11 +363,7 @@ fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Che
                         s.name
                     )));
                 }
-                let mut c = Check::new(m, v, s, engine);
-                c.budget = Budget {
-                    max_preemptions: budget.max_preemptions.or(s.loom_bound),
-                    ..budget.clone()
-                };
+                let mut c = Check::new(m, v, s, engine).with_budget(budget);
                 c.input = input.clone();
                 c.schedule = a.schedule.clone();
                 checks.push(c);
@@ -360,9 +374,9 @@ fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Che
 }
 
 fn run_check(a: CheckArgs) -> Out<i32> {
+    let budget = budget_of(&a, &Budget::from_env().map_err(bad)?)?;
     let mut checks = Vec::new();
     for engine in engines_of(&a)? {
-        let budget = budget_of(&a, engine)?;
         checks.extend(checks_for(&a, engine, &budget)?);
     }
     let registry_mode = a.model.is_none();
@@ -381,7 +395,7 @@ fn run_check(a: CheckArgs) -> Out<i32> {
             }
             eprintln!("note: {engine} cannot give this variant its registry verdict: {why}");
         }
-        let r = c.run().map_err(|e| BadInput(e.to_string()))?;
+        let r = c.run().map_err(bad)?;
         if registry_mode {
             failed |= !r.matches_expected();
         } else {
@@ -460,12 +474,27 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// The bench's budget: a cap of 100 000 executions per search unless the
+/// flag or the environment says otherwise.
+fn bench_budget(a: &BenchArgs) -> Out<Budget> {
+    let base = Budget {
+        iterations: 100_000,
+        ..Budget::default()
+    };
+    let mut budget = base.with_env().map_err(bad)?;
+    if let Some(n) = flag(Knob::Iterations, a.iterations)? {
+        Knob::Iterations.set(&mut budget, n);
+    }
+    Ok(budget)
+}
+
 fn bench(a: BenchArgs) -> Out<i32> {
-    if a.seeds == 0 || a.iterations == 0 {
+    if a.seeds == 0 || a.throughput_iterations == 0 {
         return Err(BadInput(
-            "--seeds and --iterations must be at least 1".into(),
+            "--seeds and --throughput-iterations must be at least 1".into(),
         ));
     }
+    let budget = bench_budget(&a)?;
     let models = match &a.model {
         Some(m) => vec![find_model(m)?],
         None => vfsmc_specs::models(),
@@ -479,8 +508,8 @@ fn bench(a: BenchArgs) -> Out<i32> {
         for v in variants {
             for s in m.scenarios_for(v) {
                 match v.expected {
-                    Expected::Violates(_) => bench_first_failure(m, v, s, &a),
-                    Expected::Holds => bench_throughput(m, v, s, &a),
+                    Expected::Violates(_) => bench_first_failure(m, v, s, &a, &budget),
+                    Expected::Holds => bench_throughput(m, v, s, &a, &budget),
                 }
             }
         }
@@ -501,8 +530,9 @@ fn bench_first_failure(
     v: &'static Variant,
     s: &'static Scenario,
     a: &BenchArgs,
+    budget: &Budget,
 ) {
-    let mut c = Check::new(m, v, s, EngineKind::Loom);
+    let mut c = Check::new(m, v, s, EngineKind::Loom).with_budget(budget);
     let (r, secs) = timed(&c);
     println!(
         "{}/{} [{}] loom: {} after {} executions at preemption bound {}, {:.3}s",
@@ -520,9 +550,8 @@ fn bench_first_failure(
     for engine in [EngineKind::Random, EngineKind::Pct] {
         let (mut runs, mut times, mut missed) = (Vec::new(), Vec::new(), 0);
         for seed in 1..=a.seeds {
-            c = Check::new(m, v, s, engine);
+            c = Check::new(m, v, s, engine).with_budget(budget);
             c.budget.seed = seed;
-            c.budget.iterations = a.iterations;
             let (r, secs) = timed(&c);
             if r.verdict == Verdict::Violates {
                 runs.push(r.executions as f64);
@@ -534,7 +563,7 @@ fn bench_first_failure(
         let what = if runs.is_empty() {
             format!(
                 "not found in {} seeds (cap {} executions each)",
-                a.seeds, a.iterations
+                a.seeds, budget.iterations
             )
         } else {
             let lo = runs.iter().copied().fold(f64::INFINITY, f64::min);
@@ -555,10 +584,11 @@ fn bench_throughput(
     v: &'static Variant,
     s: &'static Scenario,
     a: &BenchArgs,
+    budget: &Budget,
 ) {
     for engine in EngineKind::ALL {
-        let mut c = Check::new(m, v, s, engine);
-        c.budget.iterations = a.iterations.min(20_000);
+        let mut c = Check::new(m, v, s, engine).with_budget(budget);
+        c.budget.iterations = budget.iterations.min(a.throughput_iterations);
         let (r, secs) = timed(&c);
         println!(
             "{}/{} [{}] {engine}: {} executions in {:.3}s = {:.0}/s ({}, exhaustive: {})",

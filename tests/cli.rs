@@ -3,9 +3,22 @@
 
 use std::process::{Command, Output};
 
+use vfsmc::engine::Knob;
+
 fn vfsmc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vfsmc"))
-        .args(args)
+    vfsmc_with(args, &[])
+}
+
+/// vfsmc with exactly the budget variables `env` sets: the caller's own
+/// `VFSMC_*` settings never leak into a test.
+fn vfsmc_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vfsmc"));
+    for knob in Knob::ALL {
+        cmd.env_remove(knob.env());
+    }
+    cmd.env_remove("SHUTTLE_RANDOM_SEED");
+    cmd.args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("the vfsmc binary runs")
 }
@@ -20,7 +33,11 @@ fn stdout(o: &Output) -> String {
 
 /// Bad input: exit 2, a message naming what was wrong, no panic.
 fn assert_bad_input(args: &[&str], names: &str) {
-    let o = vfsmc(args);
+    assert_bad_input_with(args, &[], names);
+}
+
+fn assert_bad_input_with(args: &[&str], env: &[(&str, &str)], names: &str) {
+    let o = vfsmc_with(args, env);
     let err = stderr(&o);
     assert_eq!(
         o.status.code(),
@@ -87,7 +104,7 @@ fn impossible_budgets_are_bad_input() {
     );
     assert_bad_input(
         &["check", "litmus", "--max-preemptions", "99"],
-        "--max-preemptions 99",
+        "--max-preemptions=99",
     );
     assert_bad_input(
         &[
@@ -300,4 +317,87 @@ fn a_closed_pipe_ends_output_quietly() {
         .expect("the vfsmc binary runs");
     assert_eq!(stderr(&o), "", "a closed pipe is not an error to report");
     assert_eq!(o.status.signal(), Some(libc::SIGPIPE), "{:?}", o.status);
+}
+
+/// Each budget knob: the flag wins over the environment, which wins over
+/// the default.
+#[test]
+fn a_flag_beats_the_environment_which_beats_the_default() {
+    let args = [
+        "check",
+        "litmus",
+        "--variant",
+        "SB+fencembonceonces",
+        "--engine",
+        "pct",
+    ];
+    let summary = |extra: &[&str], env: &[(&str, &str)]| {
+        let all: Vec<&str> = args.iter().chain(extra).copied().collect();
+        let o = vfsmc_with(&all, env);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let default = summary(&[], &[]);
+    assert!(
+        default.contains("(10000 executions, not exhaustive, seed 1)"),
+        "{default}"
+    );
+    let env = [("VFSMC_SEED", "7"), ("VFSMC_ITERATIONS", "20")];
+    let from_env = summary(&[], &env);
+    assert!(
+        from_env.contains("(20 executions, not exhaustive, seed 7)"),
+        "{from_env}"
+    );
+    let flagged = summary(&["--seed", "3"], &env);
+    assert!(
+        flagged.contains("(20 executions, not exhaustive, seed 3)"),
+        "{flagged}"
+    );
+}
+
+#[test]
+fn a_malformed_budget_variable_is_bad_input() {
+    let args = ["check", "litmus", "--variant", "SB+fencembonceonces"];
+    assert_bad_input_with(
+        &args,
+        &[("VFSMC_SHUTTLE_MAX_STEPS", "lots")],
+        "VFSMC_SHUTTLE_MAX_STEPS=lots: expected an integer at least 1",
+    );
+    assert_bad_input_with(
+        &args,
+        &[("VFSMC_MAX_PREEMPTIONS", "17")],
+        "VFSMC_MAX_PREEMPTIONS=17: expected an integer in 0..=16",
+    );
+    assert_bad_input_with(
+        &args,
+        &[("SHUTTLE_RANDOM_SEED", "5")],
+        "SHUTTLE_RANDOM_SEED",
+    );
+}
+
+/// A corpus file replays the same everywhere: `vfsmc replay` reads no
+/// budget variable (with one step per shuttle execution, or one loom
+/// branch, nothing would reproduce).
+#[test]
+fn replay_ignores_the_environment() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let files = vfsmc::corpus::files(&dir).unwrap();
+    let loom = files
+        .iter()
+        .find(|f| f.to_string_lossy().ends_with("-loom.vfsmc"));
+    let pct = files
+        .iter()
+        .find(|f| f.to_string_lossy().ends_with("-pct.vfsmc"));
+    for f in [loom, pct] {
+        let f = f
+            .expect("corpus/ holds a loom and a pct seed")
+            .to_str()
+            .unwrap();
+        let env = [
+            ("VFSMC_SHUTTLE_MAX_STEPS", "1"),
+            ("VFSMC_LOOM_MAX_BRANCHES", "1"),
+        ];
+        let o = vfsmc_with(&["replay", f], &env);
+        assert_eq!(o.status.code(), Some(0), "{f}: {}", stderr(&o));
+    }
 }

@@ -266,6 +266,24 @@ fn deadlock_livelock_and_model_panics_are_named() {
     assert!(r.matches_expected(), "{}", r.text());
 }
 
+/// The step bounds are the budget's: an execution that needs more steps
+/// than the budget allows is reported as a livelock, by loom and shuttle.
+#[test]
+fn a_tight_step_bound_makes_a_livelock() {
+    for engine in [EngineKind::Loom, EngineKind::Pct] {
+        let mut c = check("atomic-inc", "two", engine);
+        c.budget.loom_max_branches = 1;
+        c.budget.shuttle_max_steps = 1;
+        let r = c.run().unwrap();
+        assert_eq!(
+            r.invariant.as_deref(),
+            Some("livelock"),
+            "{engine}: {}",
+            r.text()
+        );
+    }
+}
+
 /// shuttle's PCT refuses a program with a single interleaving; that one
 /// interleaving is the whole space, so the search holds exhaustively.
 #[test]

@@ -28,7 +28,12 @@ impl Engine for Loom {
     }
 
     fn knobs(&self) -> &'static [Knob] {
-        &[Knob::MaxPreemptions, Knob::LoomCap]
+        &[
+            Knob::MaxPreemptions,
+            Knob::LoomCap,
+            Knob::LoomMaxBranches,
+            Knob::LoomCheckpointInterval,
+        ]
     }
 
     fn replay(&self) -> Replay {
@@ -80,13 +85,18 @@ fn bounds(budget: &Budget) -> Vec<Option<usize>> {
     }
 }
 
+/// loom's Builder for one bound. `Builder::new` reads `LOOM_*` variables;
+/// every field that changes what is explored is set from the budget instead,
+/// so only loom's logging switches (`LOOM_LOG`, `LOOM_LOCATION`) stay its own.
 fn builder(budget: &Budget, bound: Option<usize>) -> ::loom::model::Builder {
     let mut builder = ::loom::model::Builder::new();
     builder.preemption_bound = bound;
     builder.max_permutations = budget.loom_cap;
-    builder.checkpoint_interval = 1;
+    builder.checkpoint_interval = budget.loom_checkpoint_interval;
     builder.checkpoint_file = None;
-    builder.max_branches = 10_000;
+    builder.max_branches = budget.loom_max_branches;
+    // A wall-clock limit would make the verdict depend on the machine.
+    builder.max_duration = None;
     builder
 }
 

@@ -14,6 +14,7 @@
 //! The rest of the checker asks the trait; [`EngineKind`] is only the
 //! `--engine` name of each.
 
+mod budget;
 mod loom;
 mod shuttle;
 mod stress;
@@ -25,6 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use vfsmc_model::exec::{self, Exec, Record};
 
+pub use budget::{help, Budget, BudgetError, Knob};
 pub use shuttle::{replay, sequential, Sequential};
 
 /// One engine: how it searches, what it can see, how its failures replay.
@@ -80,16 +82,6 @@ pub trait Engine: Sync {
             )),
         }
     }
-}
-
-/// A field of [`Budget`], as the engines that read it name it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Knob {
-    Iterations,
-    Seed,
-    MaxPreemptions,
-    LoomCap,
-    PctDepth,
 }
 
 /// How an engine's failure is reproduced.
@@ -197,32 +189,6 @@ impl FromStr for EngineKind {
                     names.join(", ")
                 )
             })
-    }
-}
-
-/// How much an engine may explore.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Budget {
-    /// Executions for random/pct/dfs/stress; a cap for loom when set.
-    pub iterations: usize,
-    pub seed: u64,
-    /// loom: the largest preemption bound tried (`None`: finish unbounded).
-    pub max_preemptions: Option<usize>,
-    /// loom: stop after this many executions per bound (then not exhaustive).
-    pub loom_cap: Option<usize>,
-    /// PCT depth: preemptions the bug needs + 1.
-    pub pct_depth: usize,
-}
-
-impl Default for Budget {
-    fn default() -> Self {
-        Budget {
-            iterations: 10_000,
-            seed: 1,
-            max_preemptions: None,
-            loom_cap: None,
-            pct_depth: 4,
-        }
     }
 }
 

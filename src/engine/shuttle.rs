@@ -23,6 +23,15 @@ use crate::quiet;
 const SEQUENTIALLY_CONSISTENT: &str =
     "sequentially consistent: every atomic is SeqCst, so no weak-memory outcome";
 
+/// What every shuttle search reads (the seed: at least for shrinking).
+const SHUTTLE_KNOBS: &[Knob] = &[
+    Knob::Iterations,
+    Knob::Seed,
+    Knob::ShuttleMaxSteps,
+    Knob::ShrinkIterations,
+    Knob::ShrinkMaxDepth,
+];
+
 /// shuttle's uniformly random scheduler.
 pub struct Random;
 
@@ -43,7 +52,7 @@ impl Engine for Random {
         SEQUENTIALLY_CONSISTENT
     }
     fn knobs(&self) -> &'static [Knob] {
-        &[Knob::Iterations, Knob::Seed]
+        SHUTTLE_KNOBS
     }
     fn replay(&self) -> Replay {
         Replay::Schedule
@@ -71,7 +80,14 @@ impl Engine for Pct {
         SEQUENTIALLY_CONSISTENT
     }
     fn knobs(&self) -> &'static [Knob] {
-        &[Knob::Iterations, Knob::Seed, Knob::PctDepth]
+        &[
+            Knob::Iterations,
+            Knob::Seed,
+            Knob::PctDepth,
+            Knob::ShuttleMaxSteps,
+            Knob::ShrinkIterations,
+            Knob::ShrinkMaxDepth,
+        ]
     }
     fn replay(&self) -> Replay {
         Replay::Schedule
@@ -99,7 +115,7 @@ impl Engine for Dfs {
         SEQUENTIALLY_CONSISTENT
     }
     fn knobs(&self) -> &'static [Knob] {
-        &[Knob::Iterations, Knob::Seed]
+        SHUTTLE_KNOBS
     }
     fn replay(&self) -> Replay {
         Replay::Schedule
@@ -206,22 +222,27 @@ impl Scheduler for Guided {
     }
 }
 
-fn shuttle_config() -> shuttle::Config {
+fn shuttle_config(max_steps: usize) -> shuttle::Config {
     let mut config = shuttle::Config::new();
     config.silence_warnings = true;
     config.failure_persistence = shuttle::FailurePersistence::None;
-    config.max_steps = shuttle::MaxSteps::FailAfter(200_000);
+    config.max_steps = shuttle::MaxSteps::FailAfter(max_steps);
     config
 }
 
-/// Runs a shuttle scheduler to its end or its first failure.
-fn run_shuttle<S: Scheduler + 'static>(sched: S, body: Body) -> Exploration {
-    run_shuttle_counted(sched, body).0
+/// Runs a shuttle scheduler to its end or its first failure; an execution
+/// longer than `max_steps` fails as a livelock.
+fn run_shuttle<S: Scheduler + 'static>(sched: S, max_steps: usize, body: Body) -> Exploration {
+    run_shuttle_counted(sched, max_steps, body).0
 }
 
 /// [`run_shuttle`], also returning the scheduling points of the last
 /// execution.
-fn run_shuttle_counted<S: Scheduler + 'static>(sched: S, body: Body) -> (Exploration, usize) {
+fn run_shuttle_counted<S: Scheduler + 'static>(
+    sched: S,
+    max_steps: usize,
+    body: Body,
+) -> (Exploration, usize) {
     let rec = Arc::new(Mutex::new(Recorded::default()));
     let col = Arc::new(Mutex::new(Collector::default()));
     let f = instrument(body, col.clone());
@@ -230,7 +251,7 @@ fn run_shuttle_counted<S: Scheduler + 'static>(sched: S, body: Body) -> (Explora
             inner: sched,
             rec: rec.clone(),
         },
-        shuttle_config(),
+        shuttle_config(max_steps),
     );
     let result = catch_unwind(AssertUnwindSafe(|| {
         with_backend(Backend::Shuttle, || runner.run(f));
@@ -261,7 +282,7 @@ fn run_shuttle_counted<S: Scheduler + 'static>(sched: S, body: Body) -> (Explora
 }
 
 fn explore_shuttle<S: Scheduler + 'static>(sched: S, budget: &Budget, body: Body) -> Exploration {
-    let mut out = run_shuttle(sched, body.clone());
+    let mut out = run_shuttle(sched, budget.shuttle_max_steps, body.clone());
     if detected(&out, EngineFailure::NoConcurrency) {
         // PCT refuses a program with a single interleaving; the execution it
         // ran was that interleaving, so the search is complete.
@@ -270,7 +291,7 @@ fn explore_shuttle<S: Scheduler + 'static>(sched: S, budget: &Budget, body: Body
         return out;
     }
     if out.failure.is_some() {
-        shrink_preemptions(&mut out, budget.seed, body);
+        shrink_preemptions(&mut out, budget, body);
     }
     out
 }
@@ -315,20 +336,20 @@ fn preemptions_of(e: &Exploration) -> usize {
 }
 
 /// Replays a shuttle failure with fewer preemptions where possible: search
-/// again with PCT at depth 1, 2, … (at most depth − 1 priority changes, so
-/// few preemptions) and keep the first failure of the same invariant that
-/// needs fewer preemptions than the one found.
-fn shrink_preemptions(out: &mut Exploration, seed: u64, body: Body) {
-    const ITERATIONS: usize = 2_000;
+/// again with PCT at depth 1, 2, … up to the budget's `shrink_max_depth` (at
+/// most depth − 1 priority changes, so few preemptions) and keep the first
+/// failure of the same invariant that needs fewer preemptions than the one
+/// found.
+fn shrink_preemptions(out: &mut Exploration, budget: &Budget, body: Body) {
     let Some(target) = invariant_of(out) else {
         return;
     };
-    for depth in 1..=3 {
+    for depth in 1..=budget.shrink_max_depth {
         if preemptions_of(out) < depth {
             return;
         }
-        let sched = PctScheduler::new_from_seed(seed, depth, ITERATIONS);
-        let candidate = run_shuttle(sched, body.clone());
+        let sched = PctScheduler::new_from_seed(budget.seed, depth, budget.shrink_iterations);
+        let candidate = run_shuttle(sched, budget.shuttle_max_steps, body.clone());
         if invariant_of(&candidate).as_deref() == Some(target.as_str())
             && preemptions_of(&candidate) < preemptions_of(out)
         {
@@ -338,8 +359,9 @@ fn shrink_preemptions(out: &mut Exploration, seed: u64, body: Body) {
     }
 }
 
-/// Replays one shuttle schedule string.
-pub fn replay(schedule: &str, body: Body) -> Result<Exploration, ScheduleError> {
+/// Replays one shuttle schedule string, with the step bound of the search
+/// that recorded it (`budget.shuttle_max_steps`).
+pub fn replay(schedule: &str, budget: &Budget, body: Body) -> Result<Exploration, ScheduleError> {
     // shuttle's decoder indexes into truncated input; a panic there is bad
     // input too.
     let decoded = quiet::quietly(|| catch_unwind(|| deserialize_schedule(schedule)));
@@ -349,7 +371,8 @@ pub fn replay(schedule: &str, body: Body) -> Result<Exploration, ScheduleError> 
         .ok_or_else(|| ScheduleError::Malformed {
             schedule: schedule.to_string(),
         })?;
-    let out = quiet::quietly(|| run_shuttle(ReplayScheduler::new_from_schedule(parsed), body));
+    let sched = ReplayScheduler::new_from_schedule(parsed);
+    let out = quiet::quietly(|| run_shuttle(sched, budget.shuttle_max_steps, body));
     if detected(&out, EngineFailure::ReplayDiverged) {
         let violation = out
             .failure
@@ -382,7 +405,8 @@ pub struct Sequential {
     pub scheduling_points: usize,
 }
 
-/// Runs the canonical sequential execution of `body`.
+/// Runs the canonical sequential execution of `body`, within the default
+/// step bound: fingerprints must not depend on the environment.
 pub fn sequential(body: Body) -> Sequential {
     let slot: Arc<Mutex<Option<Record>>> = Arc::default();
     let s2 = slot.clone();
@@ -390,8 +414,9 @@ pub fn sequential(body: Body) -> Sequential {
         body();
         *lock(&s2) = Some(exec::current_record());
     });
+    let max_steps = Budget::default().shuttle_max_steps;
     let (e, scheduling_points) =
-        quiet::quietly(|| run_shuttle_counted(Guided { started: false }, wrapped));
+        quiet::quietly(|| run_shuttle_counted(Guided { started: false }, max_steps, wrapped));
     let record = match e.failure {
         Some(f) => f.record,
         None => lock(&slot).take().unwrap_or_default(),
