@@ -103,10 +103,11 @@ impl Check {
         self
     }
 
-    /// Why this check's engine cannot give the registry verdict, if it cannot.
+    /// Why this check's engine cannot give the registry verdict, if it
+    /// cannot: the variant needs something the engine is blind to.
     pub fn engine_limit(&self) -> Option<&'static str> {
-        self.model
-            .engine_limit(self.variant.name, self.engine.name())
+        let needs = self.model.needs(self.variant.name);
+        self.engine.engine().cannot_judge(needs)
     }
 
     fn run_spec(&self) -> Run {

@@ -32,6 +32,40 @@ impl fmt::Display for Expected {
     }
 }
 
+/// What a variant's registry verdict depends on that not every engine can
+/// produce. Each carries the reason printed when a check runs on an engine
+/// blind to it: the check is reported as not judged, never silently
+/// skipped. The engines, in `vfsmc`, say which needs they are blind to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// An outcome only weak memory shows: a missing barrier, a litmus
+    /// `Sometimes` outcome.
+    WeakMemory(&'static str),
+    /// A load that reads a store which has not executed yet.
+    LoadBuffering(&'static str),
+    /// A lock's state read out of order with the accesses it orders
+    /// (`spin_is_locked`).
+    WeakLockState(&'static str),
+    /// Ordering LKMM gives and C11 does not (cumulative lock ordering,
+    /// po-unlock-lock-po); under C11 alone the `Never` outcome appears.
+    LkmmOrdering(&'static str),
+    /// An RMW that no store to its location can split.
+    AtomicRmw(&'static str),
+}
+
+impl Need {
+    /// Why an engine blind to it cannot give the registry verdict.
+    pub fn why(self) -> &'static str {
+        match self {
+            Need::WeakMemory(why)
+            | Need::LoadBuffering(why)
+            | Need::WeakLockState(why)
+            | Need::LkmmOrdering(why)
+            | Need::AtomicRmw(why) => why,
+        }
+    }
+}
+
 /// One version of a model's code: a release, a patch revision, a bug.
 #[derive(Clone, Copy, Debug)]
 pub struct Variant {
@@ -96,13 +130,11 @@ pub trait Model: Send + Sync {
     /// Called once per explored interleaving, inside an engine.
     fn execute(&self, run: &Run);
 
-    /// Why `engine` ("loom", "random", "pct", "dfs", "stress") cannot give
-    /// `variant` its registry verdict — a limit of the engine, not of the
-    /// model (shuttle cannot see weak memory; loom cannot produce load
-    /// buffering) — or `None`. Such a check is reported as not judged, with
-    /// this reason, never silently skipped.
-    fn engine_limit(&self, _variant: &str, _engine: &str) -> Option<&'static str> {
-        None
+    /// What `variant`'s registry verdict needs beyond interleavings, in the
+    /// order they are asked: the first need an engine is blind to gives the
+    /// reason its check is not judged.
+    fn needs(&self, _variant: &str) -> &'static [Need] {
+        &[]
     }
 
     fn name(&self) -> &'static str {

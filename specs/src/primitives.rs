@@ -31,7 +31,7 @@ use vfsmc_model::kernel::sleeping;
 use vfsmc_model::kernel::spinlock::{Locked, SpinLock};
 use vfsmc_model::sync;
 
-use crate::{Expected, Invariant, Model, Registry, Run, Scenario, Variant};
+use crate::{Expected, Invariant, Model, Need, Registry, Run, Scenario, Variant};
 
 /// Which primitive is misused, if any.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -298,10 +298,15 @@ impl Model for Primitives {
     fn registry(&self) -> &'static Registry {
         &REGISTRY
     }
-    fn engine_limit(&self, variant: &str, engine: &str) -> Option<&'static str> {
-        (engine != "loom" && LOOM_ONLY.contains(&variant)).then_some(
+    fn needs(&self, variant: &str) -> &'static [Need] {
+        const WEAK: &[Need] = &[Need::WeakMemory(
             "a weak-memory bug: shuttle and real threads on x86 are too strong to show it",
-        )
+        )];
+        if LOOM_ONLY.contains(&variant) {
+            WEAK
+        } else {
+            &[]
+        }
     }
 
     fn execute(&self, run: &Run) {

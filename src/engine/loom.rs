@@ -6,6 +6,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
 use vfsmc_model::sync::{with_backend, Backend};
+use vfsmc_specs::Need;
 
 use super::{
     instrument, lock, Body, Budget, Collector, CorpusKey, Engine, EngineFailure, Exploration,
@@ -25,6 +26,20 @@ impl Engine for Loom {
 
     fn memory_model(&self) -> &'static str {
         "C11: weak memory, but no load buffering, and coherence follows execution order"
+    }
+
+    /// loom explores C11 as executed: a load reads only stores that already
+    /// ran, coherence follows execution order, a lock's state is sequentially
+    /// consistent, and nothing orders more than C11 does. tokio-rs/loom#254:
+    /// a plain store can land inside an RMW.
+    fn blind_to(&self, need: Need) -> bool {
+        match need {
+            Need::WeakMemory(_) => false,
+            Need::LoadBuffering(_)
+            | Need::WeakLockState(_)
+            | Need::LkmmOrdering(_)
+            | Need::AtomicRmw(_) => true,
+        }
     }
 
     fn knobs(&self) -> &'static [Knob] {

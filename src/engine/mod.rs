@@ -25,6 +25,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
 use vfsmc_model::exec::{self, Exec, Record};
+use vfsmc_specs::Need;
 
 pub use budget::{help, Budget, BudgetError, Knob};
 pub use shuttle::{replay, sequential, Sequential};
@@ -41,6 +42,16 @@ pub trait Engine: Sync {
 
     /// The memory model its executions follow, in one sentence.
     fn memory_model(&self) -> &'static str;
+
+    /// Whether it cannot produce what `need` describes, so that it cannot
+    /// give a variant that needs it its registry verdict.
+    fn blind_to(&self, need: Need) -> bool;
+
+    /// Why it cannot judge a variant with `needs`: the reason of the first
+    /// need it is blind to.
+    fn cannot_judge(&self, needs: &[Need]) -> Option<&'static str> {
+        needs.iter().find(|n| self.blind_to(**n)).map(|n| n.why())
+    }
 
     /// The budget knobs its search reads; it ignores the others.
     fn knobs(&self) -> &'static [Knob];

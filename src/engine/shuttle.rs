@@ -13,6 +13,7 @@ use shuttle::scheduler::{
 use shuttle_engine::scheduler::serialization::{deserialize_schedule, serialize_schedule};
 use vfsmc_model::exec::{self, Record};
 use vfsmc_model::sync::{with_backend, Backend};
+use vfsmc_specs::Need;
 
 use super::{
     instrument, lock, Body, Budget, Collector, CorpusKey, Engine, EngineFailure, Exploration,
@@ -22,6 +23,15 @@ use crate::quiet;
 
 const SEQUENTIALLY_CONSISTENT: &str =
     "sequentially consistent: every atomic is SeqCst, so no weak-memory outcome";
+
+/// A sequentially consistent engine sees no weak-memory outcome, but every
+/// ordering LKMM promises holds in it, and its RMWs are atomic.
+pub(super) fn sequentially_consistent_blind_to(need: Need) -> bool {
+    match need {
+        Need::WeakMemory(_) | Need::LoadBuffering(_) | Need::WeakLockState(_) => true,
+        Need::LkmmOrdering(_) | Need::AtomicRmw(_) => false,
+    }
+}
 
 /// What every shuttle search reads (the seed: at least for shrinking).
 const SHUTTLE_KNOBS: &[Knob] = &[
@@ -51,6 +61,9 @@ impl Engine for Random {
     fn memory_model(&self) -> &'static str {
         SEQUENTIALLY_CONSISTENT
     }
+    fn blind_to(&self, need: Need) -> bool {
+        sequentially_consistent_blind_to(need)
+    }
     fn knobs(&self) -> &'static [Knob] {
         SHUTTLE_KNOBS
     }
@@ -78,6 +91,9 @@ impl Engine for Pct {
     }
     fn memory_model(&self) -> &'static str {
         SEQUENTIALLY_CONSISTENT
+    }
+    fn blind_to(&self, need: Need) -> bool {
+        sequentially_consistent_blind_to(need)
     }
     fn knobs(&self) -> &'static [Knob] {
         &[
@@ -113,6 +129,9 @@ impl Engine for Dfs {
     }
     fn memory_model(&self) -> &'static str {
         SEQUENTIALLY_CONSISTENT
+    }
+    fn blind_to(&self, need: Need) -> bool {
+        sequentially_consistent_blind_to(need)
     }
     fn knobs(&self) -> &'static [Knob] {
         SHUTTLE_KNOBS

@@ -5,6 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
 use vfsmc_model::sync::{with_backend, Backend};
+use vfsmc_specs::Need;
 
 use super::{
     instrument, lock, Body, Budget, Collector, CorpusKey, Engine, EngineFailure, Exploration,
@@ -30,6 +31,14 @@ impl Engine for Stress {
 
     fn memory_model(&self) -> &'static str {
         "the host CPU's, as the OS happens to schedule it: not replayable"
+    }
+
+    /// Real threads show a weak-memory outcome only by chance (on x86 never
+    /// one that reorders two loads or two stores), so for a verdict they are
+    /// as blind as a sequentially consistent engine. What LKMM orders, the
+    /// hardware orders too.
+    fn blind_to(&self, need: Need) -> bool {
+        super::shuttle::sequentially_consistent_blind_to(need)
     }
 
     fn knobs(&self) -> &'static [Knob] {
