@@ -374,41 +374,97 @@ fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Che
 }
 
 fn run_check(a: CheckArgs) -> Out<i32> {
+    let start = Instant::now();
     let budget = budget_of(&a, &Budget::from_env().map_err(bad)?)?;
     let mut checks = Vec::new();
     for engine in engines_of(&a)? {
         checks.extend(checks_for(&a, engine, &budget)?);
     }
-    let registry_mode = a.model.is_none();
+    if a.model.is_some() {
+        return check_model(&checks, &a);
+    }
+    let tally = check_registry(&checks, &a)?;
+    let line = tally.line(start.elapsed());
+    // JSON output stays one object per line; the tally goes beside it.
+    match a.format {
+        Format::Text => println!("{line}"),
+        Format::Json => eprintln!("{line}"),
+    }
+    Ok(i32::from(tally.differ > 0))
+}
+
+/// A model named: every check runs (with a note where its engine cannot
+/// give the registry verdict); exit 1 on any verdict but holds.
+fn check_model(checks: &[Check], a: &CheckArgs) -> Out<i32> {
     let mut failed = false;
-    for c in &checks {
-        let engine = c.engine;
+    for c in checks {
         if let Some(why) = c.engine_limit() {
-            if registry_mode {
-                println!(
-                    "n/a  {}/{} [{}] {engine}: not judged by this engine: {why}",
-                    c.model.name(),
-                    c.variant.name,
-                    c.scenario.name
-                );
-                continue;
-            }
-            eprintln!("note: {engine} cannot give this variant its registry verdict: {why}");
+            eprintln!(
+                "note: {} cannot give this variant its registry verdict: {why}",
+                c.engine
+            );
         }
-        let r = c.run().map_err(bad)?;
-        if registry_mode {
-            failed |= !r.matches_expected();
-        } else {
-            failed |= r.verdict != Verdict::Holds;
-        }
-        print_report(&r, a.format, registry_mode);
-        if let (Some(dir), Some(_)) = (&a.save_corpus, &r.record) {
-            let path = corpus::save(dir, &Entry::from_report(&r, c))
-                .map_err(|e| BadInput(format!("--save-corpus {}: {e}", dir.display())))?;
-            eprintln!("corpus: wrote {}", path.display());
-        }
+        failed |= run_one(c, a, false)?.verdict != Verdict::Holds;
     }
     Ok(i32::from(failed))
+}
+
+/// No model named: each check is judged against the registry, or is n/a
+/// where its engine cannot judge it.
+fn check_registry(checks: &[Check], a: &CheckArgs) -> Out<Tally> {
+    let mut tally = Tally::default();
+    for c in checks {
+        if let Some(why) = c.engine_limit() {
+            println!(
+                "n/a  {}/{} [{}] {}: not judged by this engine: {why}",
+                c.model.name(),
+                c.variant.name,
+                c.scenario.name,
+                c.engine
+            );
+            tally.not_judged += 1;
+        } else if run_one(c, a, true)?.matches_expected() {
+            tally.matched += 1;
+        } else {
+            tally.differ += 1;
+        }
+    }
+    Ok(tally)
+}
+
+/// Registry mode's verdicts, counted.
+#[derive(Default)]
+struct Tally {
+    matched: usize,
+    differ: usize,
+    not_judged: usize,
+}
+
+impl Tally {
+    /// `N match, N differ, N n/a in M:SS`.
+    fn line(&self, elapsed: std::time::Duration) -> String {
+        let secs = elapsed.as_secs();
+        format!(
+            "{} match, {} differ, {} n/a in {}:{:02}",
+            self.matched,
+            self.differ,
+            self.not_judged,
+            secs / 60,
+            secs % 60
+        )
+    }
+}
+
+/// Runs `c`, prints its report and writes its corpus file if asked.
+fn run_one(c: &Check, a: &CheckArgs, registry_mode: bool) -> Out<Report> {
+    let r = c.run().map_err(bad)?;
+    print_report(&r, a.format, registry_mode);
+    if let (Some(dir), Some(_)) = (&a.save_corpus, &r.record) {
+        let path = corpus::save(dir, &Entry::from_report(&r, c))
+            .map_err(|e| BadInput(format!("--save-corpus {}: {e}", dir.display())))?;
+        eprintln!("corpus: wrote {}", path.display());
+    }
+    Ok(r)
 }
 
 fn print_report(r: &Report, format: Format, registry_mode: bool) {
@@ -649,4 +705,28 @@ fn diff(model: &str, a: &str, b: &str, scenario: Option<&str>) -> Out<i32> {
         println!();
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::Tally;
+
+    #[test]
+    fn the_tally_line_counts_and_times_in_minutes_and_seconds() {
+        let t = Tally {
+            matched: 170,
+            differ: 3,
+            not_judged: 22,
+        };
+        assert_eq!(
+            t.line(Duration::from_millis(125_900)),
+            "170 match, 3 differ, 22 n/a in 2:05"
+        );
+        assert_eq!(
+            Tally::default().line(Duration::from_secs(3_600)),
+            "0 match, 0 differ, 0 n/a in 60:00"
+        );
+    }
 }

@@ -401,3 +401,42 @@ fn replay_ignores_the_environment() {
         assert_eq!(o.status.code(), Some(0), "{f}: {}", stderr(&o));
     }
 }
+
+/// Registry mode (no model): a line per registry check, then exactly one
+/// tally line that counts them; exit 1 iff a verdict differs. One PCT
+/// execution per check, unshrunk, keeps it cheap (and misses bugs, so both
+/// counts are exercised on a normal registry).
+#[test]
+fn registry_mode_ends_with_one_tally_line() {
+    let o = vfsmc_with(
+        &["check", "--engine", "pct", "--iterations", "1"],
+        &[("VFSMC_SHRINK_MAX_DEPTH", "0")],
+    );
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    let count = |mark: &str| lines.iter().filter(|l| l.starts_with(mark)).count();
+    let (matched, differ, na) = (count("ok "), count("FAIL "), count("n/a "));
+    let registry: usize = vfsmc_specs::models()
+        .iter()
+        .flat_map(|m| m.variants().iter().map(|v| m.scenarios_for(v).len()))
+        .sum();
+    assert_eq!(
+        matched + differ + na,
+        registry,
+        "a check is missing:\n{out}"
+    );
+    let tally = format!("{matched} match, {differ} differ, {na} n/a in ");
+    assert_eq!(lines.iter().filter(|l| l.contains(" n/a in ")).count(), 1);
+    let time = lines
+        .last()
+        .and_then(|l| l.strip_prefix(&tally))
+        .unwrap_or_else(|| panic!("the last line is not '{tally}M:SS':\n{out}"));
+    let (m, s) = time.split_once(':').expect("M:SS");
+    assert!(m.parse::<u64>().is_ok() && s.len() == 2 && s.parse::<u8>().is_ok_and(|s| s < 60));
+    assert_eq!(
+        o.status.code(),
+        Some(i32::from(differ > 0)),
+        "{}",
+        stderr(&o)
+    );
+}
