@@ -460,11 +460,22 @@ fn run_one(c: &Check, a: &CheckArgs, registry_mode: bool) -> Out<Report> {
     let r = c.run().map_err(bad)?;
     print_report(&r, a.format, registry_mode);
     if let (Some(dir), Some(_)) = (&a.save_corpus, &r.record) {
-        let path = corpus::save(dir, &Entry::from_report(&r, c))
-            .map_err(|e| BadInput(format!("--save-corpus {}: {e}", dir.display())))?;
-        eprintln!("corpus: wrote {}", path.display());
+        save_corpus(dir, &r, c)?;
     }
     Ok(r)
+}
+
+/// Writes the corpus file of a failing report, unless its engine cannot
+/// replay it (a file `vfsmc replay` would reject is no evidence).
+fn save_corpus(dir: &std::path::Path, r: &Report, c: &Check) -> Out<()> {
+    if c.engine.engine().replay() == Replay::Never {
+        eprintln!("corpus: not written: {} failures do not replay", c.engine);
+        return Ok(());
+    }
+    let path = corpus::save(dir, &Entry::from_report(r, c))
+        .map_err(|e| BadInput(format!("--save-corpus {}: {e}", dir.display())))?;
+    eprintln!("corpus: wrote {}", path.display());
+    Ok(())
 }
 
 fn print_report(r: &Report, format: Format, registry_mode: bool) {

@@ -440,3 +440,32 @@ fn registry_mode_ends_with_one_tally_line() {
         stderr(&o)
     );
 }
+
+/// A stress failure does not replay, so --save-corpus writes no file that
+/// `vfsmc replay` would reject. Sleeping inside an RCU read-side section
+/// breaks might_sleep on every interleaving, real threads included.
+#[test]
+fn stress_failures_are_not_saved_to_the_corpus() {
+    let dir = std::env::temp_dir().join(format!("vfsmc-stress-{}", std::process::id()));
+    let o = vfsmc(&[
+        "check",
+        "primitives",
+        "--variant",
+        "might-sleep-in-rcu",
+        "--engine",
+        "stress",
+        "--iterations",
+        "1",
+        "--save-corpus",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        stdout(&o).contains("violates might_sleep"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stderr(&o).contains("corpus: not written"), "{}", stderr(&o));
+    let written = std::fs::read_dir(&dir).map_or(0, |d| d.count());
+    assert_eq!(written, 0, "a stress seed was written to {}", dir.display());
+    let _ = std::fs::remove_dir_all(&dir);
+}
