@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use vfsmc_model::driver::{OpCost, Record};
 use vfsmc_specs::{Expected, Model, Run, Scenario, Tier, Variant};
 
-use crate::engine::{self, Body, Budget, EngineKind, Exploration};
+use crate::engine::{self, Body, Budget, EngineKind, Exploration, Found, ScheduleError};
 use crate::render;
 
 /// What a check found.
@@ -72,33 +72,41 @@ pub struct Report {
 }
 
 impl Check {
-    /// A check of `variant` on `scenario` with the registry's default budget
-    /// for `engine` (loom: the scenario's PR-tier preemption bound).
+    /// A check of `variant` on `scenario` with the default budget (never
+    /// the environment's) and the scenario's PR-tier loom bound.
     pub fn new(
         model: &'static dyn Model,
         variant: &'static Variant,
         scenario: &'static Scenario,
         engine: EngineKind,
     ) -> Check {
-        let budget = Budget {
-            max_preemptions: scenario.loom_bound,
-            ..Budget::default()
-        };
         Check {
             model,
             variant,
             scenario,
             engine,
-            budget,
+            budget: Budget::default(),
             input: Vec::new(),
             schedule: None,
         }
+        .with_budget(&Budget::default())
     }
 
-    /// Why this check's engine cannot give the registry verdict, if it cannot.
+    /// This check within `budget`; where the budget sets no loom bound, the
+    /// scenario's PR-tier bound applies.
+    pub fn with_budget(mut self, budget: &Budget) -> Check {
+        self.budget = Budget {
+            max_preemptions: budget.max_preemptions.or(self.scenario.loom_bound),
+            ..budget.clone()
+        };
+        self
+    }
+
+    /// Why this check's engine cannot give the registry verdict, if it
+    /// cannot: the variant needs something the engine is blind to.
     pub fn engine_limit(&self) -> Option<&'static str> {
-        self.model
-            .engine_limit(self.variant.name, self.engine.name())
+        let needs = self.model.needs(self.variant.name);
+        self.engine.engine().cannot_judge(needs)
     }
 
     fn run_spec(&self) -> Run {
@@ -114,18 +122,17 @@ impl Check {
         body_for(self.model, self.run_spec())
     }
 
-    /// Runs the check.
-    pub fn run(&self) -> Result<Report, String> {
+    /// Runs the check; only a replay (`schedule`) can fail to start.
+    pub fn run(&self) -> Result<Report, ScheduleError> {
         let exploration = match &self.schedule {
-            Some(s) => engine::replay(s, self.body())?,
+            Some(s) => engine::replay(s, &self.budget, self.body())?,
             None => engine::explore(self.engine, &self.budget, self.body()),
         };
         Ok(self.report(exploration))
     }
 
     fn report(&self, e: Exploration) -> Report {
-        let exhaustive_engine =
-            matches!(self.engine, EngineKind::Loom | EngineKind::Dfs) && e.exhaustive;
+        let exhaustive_engine = self.engine.engine().exhaustive() && e.exhaustive;
         let unreached: Vec<String> = if e.failure.is_none() && self.schedule.is_none() {
             self.scenario
                 .goals
@@ -141,10 +148,7 @@ impl Check {
             (None, false) if exhaustive_engine => Verdict::Unreached,
             _ => Verdict::Holds,
         };
-        let max_preemptions = match self.engine {
-            EngineKind::Loom => e.preemption_bound,
-            _ => e.failure.as_ref().and_then(|f| f.preemptions),
-        };
+        let max_preemptions = e.max_preemptions();
         Report {
             model: self.model.name().to_string(),
             variant: self.variant.name.to_string(),
@@ -229,39 +233,29 @@ impl Report {
         if !self.input.is_empty() {
             line.push_str(&format!(" --input {}", hex(&self.input)));
         }
-        match (self.engine, &self.schedule) {
-            (EngineKind::Loom, _) => {
-                if let Some(n) = self.max_preemptions {
-                    line.push_str(&format!(" --max-preemptions {n}"));
-                }
-            }
-            (_, Some(s)) => line.push_str(&format!(" --schedule {s}")),
-            (EngineKind::Stress, None) => {
-                return "(stress failures do not replay: re-run with --engine loom or pct)"
-                    .to_string()
-            }
-            _ => line.push_str(&format!(" --seed {}", self.seed)),
+        match self.engine.engine().replay_flags(&self.found()) {
+            Ok(flags) => line + &flags,
+            Err(why) => why,
         }
-        line
+    }
+
+    /// How this report's search was run, as its engine reads it.
+    fn found(&self) -> Found<'_> {
+        Found {
+            seed: self.seed,
+            max_preemptions: self.max_preemptions,
+            schedule: self.schedule.as_deref(),
+        }
     }
 
     fn coverage(&self) -> String {
-        let bound = match (self.engine, self.max_preemptions) {
-            (EngineKind::Loom, Some(n)) => format!(", preemption bound {n}"),
-            (EngineKind::Loom, None) => ", unbounded".to_string(),
-            _ => String::new(),
-        };
-        let seed = if self.engine.is_shuttle() && self.engine != EngineKind::Dfs {
-            format!(", seed {}", self.seed)
-        } else {
-            String::new()
-        };
+        let engine = self.engine.engine().coverage(&self.found());
         let exhaustive = if self.exhaustive {
             "exhaustive"
         } else {
             "not exhaustive"
         };
-        format!("{} executions, {exhaustive}{bound}{seed}", self.executions)
+        format!("{} executions, {exhaustive}{engine}", self.executions)
     }
 
     /// A one-line summary: `model/variant scenario engine: verdict (...)`.
@@ -366,8 +360,9 @@ pub fn invariant_witnesses(
             .iter()
             .filter(|v| v.expected == Expected::Violates(inv.name))
             .filter(|v| {
-                model
-                    .engine_limit(v.name, EngineKind::Loom.name())
+                EngineKind::Loom
+                    .engine()
+                    .cannot_judge(model.needs(v.name))
                     .is_none()
             })
             .collect();
@@ -388,7 +383,7 @@ pub fn invariant_witnesses(
                 .ok_or_else(|| format!("{}: witness '{}' is not a scenario", v.name, v.witness))?;
             let mut c = Check::new(model, v, s, EngineKind::Loom);
             c.budget.max_preemptions = None;
-            let r = c.run()?;
+            let r = c.run().map_err(|e| e.to_string())?;
             if !r.matches_expected() || r.record.is_none() {
                 return Err(r.text());
             }

@@ -13,7 +13,7 @@ use vfsmc_specs::{Expected, Model, Run, Scenario, Tier, Variant};
 
 use crate::check::{self, Check, Report, Verdict};
 use crate::corpus::{self, Entry, ReplayError};
-use crate::engine::{Budget, EngineKind};
+use crate::engine::{Budget, Engine, EngineKind, Knob, Replay};
 
 #[derive(Parser)]
 #[command(
@@ -41,6 +41,7 @@ enum Command {
     Show { model: String },
     /// Check variants; with no MODEL, check the whole registry against its
     /// expected verdicts.
+    #[command(after_help = crate::engine::help())]
     Check(CheckArgs),
     /// Replay corpus files; exit 0 when each reproduces its recorded outcome.
     Replay {
@@ -70,17 +71,19 @@ struct CheckArgs {
     /// Engine(s): loom, random, pct, dfs, stress, a comma-separated list, or all.
     #[arg(long, default_value = "loom,pct")]
     engine: String,
-    /// Executions for random/pct/dfs/stress (a cap for loom).
+    /// Executions for random/pct/dfs/stress (a cap for loom) [env: VFSMC_ITERATIONS].
     #[arg(long)]
-    iterations: Option<usize>,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// loom: largest preemption bound (default: the scenario's PR-tier bound).
+    iterations: Option<u64>,
+    /// Seed of random and PCT [env: VFSMC_SEED].
     #[arg(long)]
-    max_preemptions: Option<usize>,
-    /// PCT depth (preemptions the bug needs + 1).
-    #[arg(long, default_value_t = 4)]
-    pct_depth: usize,
+    seed: Option<u64>,
+    /// loom: largest preemption bound (default: the scenario's PR-tier bound)
+    /// [env: VFSMC_MAX_PREEMPTIONS].
+    #[arg(long)]
+    max_preemptions: Option<u64>,
+    /// PCT depth (preemptions the bug needs + 1) [env: VFSMC_PCT_DEPTH].
+    #[arg(long)]
+    pct_depth: Option<u64>,
     /// Replay this shuttle schedule (as printed by a failing check).
     #[arg(long)]
     schedule: Option<String>,
@@ -102,9 +105,12 @@ struct BenchArgs {
     /// Seeds per random/PCT measurement (the median is reported).
     #[arg(long, default_value_t = 20)]
     seeds: u64,
-    /// Cap on executions per search.
-    #[arg(long, default_value_t = 100_000)]
-    iterations: usize,
+    /// Cap on executions per search (default 100000) [env: VFSMC_ITERATIONS].
+    #[arg(long)]
+    iterations: Option<u64>,
+    /// Executions per throughput measurement, at most the cap.
+    #[arg(long, default_value_t = 20_000)]
+    throughput_iterations: usize,
 }
 
 /// Bad input: printed with its context, exit 2.
@@ -114,6 +120,7 @@ type Out<T> = Result<T, BadInput>;
 
 /// Runs the CLI; returns the exit code.
 pub fn main() -> i32 {
+    die_quietly_on_closed_pipe();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -142,6 +149,17 @@ pub fn main() -> i32 {
             eprintln!("vfsmc: {msg}");
             2
         }
+    }
+}
+
+/// Rust starts programs with SIGPIPE ignored, so printing into a closed pipe
+/// (`vfsmc show fdtable | head`) panics. A command-line tool should stop
+/// quietly instead, as `cat` does: restore the default action.
+fn die_quietly_on_closed_pipe() {
+    // SAFETY: resetting a signal to its default action before any thread is
+    // spawned; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
@@ -242,9 +260,13 @@ fn engines_of(a: &CheckArgs) -> Out<Vec<EngineKind>> {
     engines.sort();
     engines.dedup();
     if let Some(n) = a.max_preemptions {
-        if !engines.contains(&EngineKind::Loom) {
+        if !engines
+            .iter()
+            .any(|e| e.engine().reads(Knob::MaxPreemptions))
+        {
             return Err(BadInput(format!(
-                "--max-preemptions bounds loom only; engine(s) '{}' take --iterations/--pct-depth",
+                "--max-preemptions bounds {} only; engine(s) '{}' take --iterations/--pct-depth",
+                engine_names(|e| e.reads(Knob::MaxPreemptions)),
                 a.engine
             )));
         }
@@ -254,33 +276,60 @@ fn engines_of(a: &CheckArgs) -> Out<Vec<EngineKind>> {
             )));
         }
     }
-    if a.schedule.is_some() && (engines.len() != 1 || !engines[0].is_shuttle()) {
+    let replays_schedule = |e: &EngineKind| e.engine().replay() == Replay::Schedule;
+    if a.schedule.is_some() && (engines.len() != 1 || !replays_schedule(&engines[0])) {
         return Err(BadInput(format!(
-            "--schedule replays one shuttle engine (random, pct or dfs), not '{}'",
+            "--schedule replays one shuttle engine ({}), not '{}'",
+            engine_names(|e| e.replay() == Replay::Schedule),
             a.engine
         )));
     }
     Ok(engines)
 }
 
-fn budget_of(a: &CheckArgs, engine: EngineKind) -> Out<Budget> {
-    if a.iterations == Some(0) {
-        return Err(BadInput("--iterations must be at least 1".into()));
+/// The engines `pick` selects, as "a, b or c".
+fn engine_names(pick: impl Fn(&dyn Engine) -> bool) -> String {
+    let names: Vec<&str> = EngineKind::ALL
+        .iter()
+        .filter(|e| pick(e.engine()))
+        .map(|e| e.name())
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.concat(),
     }
-    if a.pct_depth == 0 {
-        return Err(BadInput(
-            "--pct-depth must be at least 1 (depth = preemptions + 1)".into(),
-        ));
+}
+
+/// The budget of every check: flags over `base` (the default budget with the
+/// environment applied). One budget serves every engine, as each reads only
+/// its own knobs.
+fn budget_of(a: &CheckArgs, base: &Budget) -> Out<Budget> {
+    let mut b = base.clone();
+    if let Some(n) = flag(Knob::Iterations, a.iterations)? {
+        Knob::Iterations.set(&mut b, n);
+        // The flag caps loom too: one number for "how long may it search".
+        Knob::LoomCap.set(&mut b, n);
     }
-    let d = Budget::default();
-    let loom = engine == EngineKind::Loom;
-    Ok(Budget {
-        iterations: a.iterations.unwrap_or(d.iterations),
-        seed: a.seed,
-        max_preemptions: a.max_preemptions.filter(|_| loom),
-        loom_cap: a.iterations.filter(|_| loom),
-        pct_depth: a.pct_depth,
-    })
+    for (knob, value) in [
+        (Knob::Seed, a.seed),
+        (Knob::MaxPreemptions, a.max_preemptions),
+        (Knob::PctDepth, a.pct_depth),
+    ] {
+        if let Some(v) = flag(knob, value)? {
+            knob.set(&mut b, v);
+        }
+    }
+    Ok(b)
+}
+
+/// A knob's flag value, checked against the knob's range.
+fn flag(knob: Knob, value: Option<u64>) -> Out<Option<u64>> {
+    let name = knob.flag().unwrap_or(knob.env());
+    value.map(|v| knob.check(name, v).map_err(bad)).transpose()
+}
+
+fn bad(e: impl std::fmt::Display) -> BadInput {
+    BadInput(e.to_string())
 }
 
 fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Check>> {
@@ -315,11 +364,7 @@ fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Che
                         s.name
                     )));
                 }
-                let mut c = Check::new(m, v, s, engine);
-                c.budget = Budget {
-                    max_preemptions: budget.max_preemptions.or(s.loom_bound),
-                    ..budget.clone()
-                };
+                let mut c = Check::new(m, v, s, engine).with_budget(budget);
                 c.input = input.clone();
                 c.schedule = a.schedule.clone();
                 checks.push(c);
@@ -330,41 +375,108 @@ fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Che
 }
 
 fn run_check(a: CheckArgs) -> Out<i32> {
+    let start = Instant::now();
+    let budget = budget_of(&a, &Budget::from_env().map_err(bad)?)?;
     let mut checks = Vec::new();
     for engine in engines_of(&a)? {
-        let budget = budget_of(&a, engine)?;
         checks.extend(checks_for(&a, engine, &budget)?);
     }
-    let registry_mode = a.model.is_none();
+    if a.model.is_some() {
+        return check_model(&checks, &a);
+    }
+    let tally = check_registry(&checks, &a)?;
+    let line = tally.line(start.elapsed());
+    // JSON output stays one object per line; the tally goes beside it.
+    match a.format {
+        Format::Text => println!("{line}"),
+        Format::Json => eprintln!("{line}"),
+    }
+    Ok(i32::from(tally.differ > 0))
+}
+
+/// A model named: every check runs (with a note where its engine cannot
+/// give the registry verdict); exit 1 on any verdict but holds.
+fn check_model(checks: &[Check], a: &CheckArgs) -> Out<i32> {
     let mut failed = false;
-    for c in &checks {
-        let engine = c.engine;
+    for c in checks {
         if let Some(why) = c.engine_limit() {
-            if registry_mode {
-                println!(
-                    "n/a  {}/{} [{}] {engine}: not judged by this engine: {why}",
-                    c.model.name(),
-                    c.variant.name,
-                    c.scenario.name
-                );
-                continue;
-            }
-            eprintln!("note: {engine} cannot give this variant its registry verdict: {why}");
+            eprintln!(
+                "note: {} cannot give this variant its registry verdict: {why}",
+                c.engine
+            );
         }
-        let r = c.run().map_err(BadInput)?;
-        if registry_mode {
-            failed |= !r.matches_expected();
-        } else {
-            failed |= r.verdict != Verdict::Holds;
-        }
-        print_report(&r, a.format, registry_mode);
-        if let (Some(dir), Some(_)) = (&a.save_corpus, &r.record) {
-            let path = corpus::save(dir, &Entry::from_report(&r, c))
-                .map_err(|e| BadInput(format!("--save-corpus {}: {e}", dir.display())))?;
-            eprintln!("corpus: wrote {}", path.display());
-        }
+        failed |= run_one(c, a, false)?.verdict != Verdict::Holds;
     }
     Ok(i32::from(failed))
+}
+
+/// No model named: each check is judged against the registry, or is n/a
+/// where its engine cannot judge it.
+fn check_registry(checks: &[Check], a: &CheckArgs) -> Out<Tally> {
+    let mut tally = Tally::default();
+    for c in checks {
+        if let Some(why) = c.engine_limit() {
+            println!(
+                "n/a  {}/{} [{}] {}: not judged by this engine: {why}",
+                c.model.name(),
+                c.variant.name,
+                c.scenario.name,
+                c.engine
+            );
+            tally.not_judged += 1;
+        } else if run_one(c, a, true)?.matches_expected() {
+            tally.matched += 1;
+        } else {
+            tally.differ += 1;
+        }
+    }
+    Ok(tally)
+}
+
+/// Registry mode's verdicts, counted.
+#[derive(Default)]
+struct Tally {
+    matched: usize,
+    differ: usize,
+    not_judged: usize,
+}
+
+impl Tally {
+    /// `N match, N differ, N n/a in M:SS`.
+    fn line(&self, elapsed: std::time::Duration) -> String {
+        let secs = elapsed.as_secs();
+        format!(
+            "{} match, {} differ, {} n/a in {}:{:02}",
+            self.matched,
+            self.differ,
+            self.not_judged,
+            secs / 60,
+            secs % 60
+        )
+    }
+}
+
+/// Runs `c`, prints its report and writes its corpus file if asked.
+fn run_one(c: &Check, a: &CheckArgs, registry_mode: bool) -> Out<Report> {
+    let r = c.run().map_err(bad)?;
+    print_report(&r, a.format, registry_mode);
+    if let (Some(dir), Some(_)) = (&a.save_corpus, &r.record) {
+        save_corpus(dir, &r, c)?;
+    }
+    Ok(r)
+}
+
+/// Writes the corpus file of a failing report, unless its engine cannot
+/// replay it (a file `vfsmc replay` would reject is no evidence).
+fn save_corpus(dir: &std::path::Path, r: &Report, c: &Check) -> Out<()> {
+    if c.engine.engine().replay() == Replay::Never {
+        eprintln!("corpus: not written: {} failures do not replay", c.engine);
+        return Ok(());
+    }
+    let path = corpus::save(dir, &Entry::from_report(r, c))
+        .map_err(|e| BadInput(format!("--save-corpus {}: {e}", dir.display())))?;
+    eprintln!("corpus: wrote {}", path.display());
+    Ok(())
 }
 
 fn print_report(r: &Report, format: Format, registry_mode: bool) {
@@ -430,12 +542,27 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// The bench's budget: a cap of 100 000 executions per search unless the
+/// flag or the environment says otherwise.
+fn bench_budget(a: &BenchArgs) -> Out<Budget> {
+    let base = Budget {
+        iterations: 100_000,
+        ..Budget::default()
+    };
+    let mut budget = base.with_env().map_err(bad)?;
+    if let Some(n) = flag(Knob::Iterations, a.iterations)? {
+        Knob::Iterations.set(&mut budget, n);
+    }
+    Ok(budget)
+}
+
 fn bench(a: BenchArgs) -> Out<i32> {
-    if a.seeds == 0 || a.iterations == 0 {
+    if a.seeds == 0 || a.throughput_iterations == 0 {
         return Err(BadInput(
-            "--seeds and --iterations must be at least 1".into(),
+            "--seeds and --throughput-iterations must be at least 1".into(),
         ));
     }
+    let budget = bench_budget(&a)?;
     let models = match &a.model {
         Some(m) => vec![find_model(m)?],
         None => vfsmc_specs::models(),
@@ -449,8 +576,8 @@ fn bench(a: BenchArgs) -> Out<i32> {
         for v in variants {
             for s in m.scenarios_for(v, Tier::Pr) {
                 match v.expected {
-                    Expected::Violates(_) => bench_first_failure(m, v, s, &a),
-                    Expected::Holds => bench_throughput(m, v, s, &a),
+                    Expected::Violates(_) => bench_first_failure(m, v, s, &a, &budget),
+                    Expected::Holds => bench_throughput(m, v, s, &a, &budget),
                 }
             }
         }
@@ -471,8 +598,9 @@ fn bench_first_failure(
     v: &'static Variant,
     s: &'static Scenario,
     a: &BenchArgs,
+    budget: &Budget,
 ) {
-    let mut c = Check::new(m, v, s, EngineKind::Loom);
+    let mut c = Check::new(m, v, s, EngineKind::Loom).with_budget(budget);
     let (r, secs) = timed(&c);
     println!(
         "{}/{} [{}] loom: {} after {} executions at preemption bound {}, {:.3}s",
@@ -490,9 +618,8 @@ fn bench_first_failure(
     for engine in [EngineKind::Random, EngineKind::Pct] {
         let (mut runs, mut times, mut missed) = (Vec::new(), Vec::new(), 0);
         for seed in 1..=a.seeds {
-            c = Check::new(m, v, s, engine);
+            c = Check::new(m, v, s, engine).with_budget(budget);
             c.budget.seed = seed;
-            c.budget.iterations = a.iterations;
             let (r, secs) = timed(&c);
             if r.verdict == Verdict::Violates {
                 runs.push(r.executions as f64);
@@ -504,7 +631,7 @@ fn bench_first_failure(
         let what = if runs.is_empty() {
             format!(
                 "not found in {} seeds (cap {} executions each)",
-                a.seeds, a.iterations
+                a.seeds, budget.iterations
             )
         } else {
             let lo = runs.iter().copied().fold(f64::INFINITY, f64::min);
@@ -525,10 +652,11 @@ fn bench_throughput(
     v: &'static Variant,
     s: &'static Scenario,
     a: &BenchArgs,
+    budget: &Budget,
 ) {
     for engine in EngineKind::ALL {
-        let mut c = Check::new(m, v, s, engine);
-        c.budget.iterations = a.iterations.min(20_000);
+        let mut c = Check::new(m, v, s, engine).with_budget(budget);
+        c.budget.iterations = budget.iterations.min(a.throughput_iterations);
         let (r, secs) = timed(&c);
         println!(
             "{}/{} [{}] {engine}: {} executions in {:.3}s = {:.0}/s ({}, exhaustive: {})",
@@ -589,4 +717,28 @@ fn diff(model: &str, a: &str, b: &str, scenario: Option<&str>) -> Out<i32> {
         println!();
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::Tally;
+
+    #[test]
+    fn the_tally_line_counts_and_times_in_minutes_and_seconds() {
+        let t = Tally {
+            matched: 170,
+            differ: 3,
+            not_judged: 22,
+        };
+        assert_eq!(
+            t.line(Duration::from_millis(125_900)),
+            "170 match, 3 differ, 22 n/a in 2:05"
+        );
+        assert_eq!(
+            Tally::default().line(Duration::from_secs(3_600)),
+            "0 match, 0 differ, 0 n/a in 60:00"
+        );
+    }
 }

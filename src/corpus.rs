@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use vfsmc_specs::Run;
 
 use crate::check::{self, Check, Report, Verdict};
-use crate::engine::{Budget, EngineKind};
+use crate::engine::{Budget, CorpusKey, EngineKind, Replay, ScheduleError};
 use crate::render;
 
 const TRACE_MARKER: &str = "--- trace";
@@ -155,17 +155,18 @@ impl Entry {
         let engine: EngineKind = engine_s
             .parse()
             .map_err(|e: String| err(file, engine_line, e))?;
-        if engine == EngineKind::Stress {
+        if engine.engine().replay() == Replay::Never {
             return Err(err(
                 file,
                 engine_line,
-                "stress failures do not replay; record a loom or shuttle seed",
+                format!("{engine} failures do not replay; record a loom or shuttle seed"),
             ));
         }
+        check_engine_keys(file, engine, &fields)?;
         let (expect, expect_line) = required("expect")?;
         check_expect(file, expect_line, &expect)?;
         let schedule = get("schedule").map(|(_, v, _)| v.clone());
-        if engine.is_shuttle() && schedule.is_none() && expect != "holds" {
+        if engine.engine().replay() == Replay::Schedule && schedule.is_none() && expect != "holds" {
             return Err(err(
                 file,
                 0,
@@ -210,14 +211,10 @@ impl Entry {
         let _ = writeln!(s, "scenario: {}", self.scenario);
         let _ = writeln!(s, "engine: {}", self.engine);
         let _ = writeln!(s, "seed: {}", self.seed);
-        if self.engine == EngineKind::Pct {
-            let _ = writeln!(s, "pct-depth: {}", self.pct_depth);
-        }
-        if let Some(sched) = &self.schedule {
-            let _ = writeln!(s, "schedule: {sched}");
-        }
-        if let Some(n) = self.max_preemptions {
-            let _ = writeln!(s, "max-preemptions: {n}");
+        for key in self.engine.engine().corpus_keys() {
+            if let Some(value) = self.value_of(*key) {
+                let _ = writeln!(s, "{}: {value}", key.name());
+            }
         }
         if !self.input.is_empty() {
             let _ = writeln!(s, "input: {}", check::hex(&self.input));
@@ -233,6 +230,15 @@ impl Entry {
         s
     }
 
+    /// The value this entry records under an engine-specific key.
+    fn value_of(&self, key: CorpusKey) -> Option<String> {
+        match key {
+            CorpusKey::MaxPreemptions => self.max_preemptions.map(|n| n.to_string()),
+            CorpusKey::PctDepth => Some(self.pct_depth.to_string()),
+            CorpusKey::Schedule => self.schedule.clone(),
+        }
+    }
+
     /// The corpus entry for a failing report.
     pub fn from_report(r: &Report, check: &Check) -> Entry {
         Entry {
@@ -241,12 +247,13 @@ impl Entry {
             scenario: r.scenario.clone(),
             engine: r.engine,
             seed: r.seed,
-            schedule: r.schedule.clone(),
-            max_preemptions: if r.engine == EngineKind::Loom {
-                r.max_preemptions
-            } else {
-                None
-            },
+            schedule: r
+                .schedule
+                .clone()
+                .filter(|_| records(r.engine, CorpusKey::Schedule)),
+            max_preemptions: r
+                .max_preemptions
+                .filter(|_| records(r.engine, CorpusKey::MaxPreemptions)),
             pct_depth: check.budget.pct_depth,
             input: r.input.clone(),
             expect: match &r.invariant {
@@ -259,6 +266,44 @@ impl Entry {
             trace: r.record.as_ref().map(render::text_trace),
         }
     }
+}
+
+/// Whether a corpus file for `engine` records `key`.
+fn records(engine: EngineKind, key: CorpusKey) -> bool {
+    engine.engine().corpus_keys().contains(&key)
+}
+
+/// Rejects an engine-specific key the file's engine does not record: a
+/// `schedule` on a loom seed would be silently ignored otherwise.
+fn check_engine_keys(
+    file: &str,
+    engine: EngineKind,
+    fields: &[(&str, String, usize)],
+) -> Result<(), ParseError> {
+    for key in CorpusKey::ALL.into_iter().filter(|k| !records(engine, *k)) {
+        if let Some((_, _, line)) = fields.iter().find(|(k, _, _)| *k == key.name()) {
+            return Err(err(
+                file,
+                *line,
+                format!(
+                    "'{}' does not apply to engine '{engine}' (it records: {})",
+                    key.name(),
+                    recorded_keys(engine)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn recorded_keys(engine: EngineKind) -> String {
+    let keys: Vec<&str> = engine
+        .engine()
+        .corpus_keys()
+        .iter()
+        .map(|k| k.name())
+        .collect();
+    keys.join(", ")
 }
 
 fn check_run(c: &Check) -> Run {
@@ -346,7 +391,7 @@ pub fn check_of(file: &str, e: &Entry) -> Result<Check, ReplayError> {
     c.input = e.input.clone();
     c.budget.seed = e.seed;
     c.budget.pct_depth = e.pct_depth;
-    if e.engine == EngineKind::Loom {
+    if records(e.engine, CorpusKey::MaxPreemptions) {
         c.budget.max_preemptions = e.max_preemptions;
     }
     c.schedule = e.schedule.clone();
@@ -372,8 +417,9 @@ pub fn replay(file: &str, e: &Entry) -> Result<Report, ReplayError> {
             e.fingerprint, e.model, e.variant, e.scenario, e.engine
         )));
     }
-    let first = c.run().map_err(ReplayError::Input)?;
-    let second = c.run().map_err(ReplayError::Input)?;
+    let input = |e: ScheduleError| ReplayError::Input(e.to_string());
+    let first = c.run().map_err(input)?;
+    let second = c.run().map_err(input)?;
     let got = outcome(&first);
     if got != e.expect {
         return Err(ReplayError::Mismatch(format!(

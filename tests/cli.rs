@@ -3,9 +3,22 @@
 
 use std::process::{Command, Output};
 
+use vfsmc::engine::Knob;
+
 fn vfsmc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vfsmc"))
-        .args(args)
+    vfsmc_with(args, &[])
+}
+
+/// vfsmc with exactly the budget variables `env` sets: the caller's own
+/// `VFSMC_*` settings never leak into a test.
+fn vfsmc_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vfsmc"));
+    for knob in Knob::ALL {
+        cmd.env_remove(knob.env());
+    }
+    cmd.env_remove("SHUTTLE_RANDOM_SEED");
+    cmd.args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("the vfsmc binary runs")
 }
@@ -20,7 +33,11 @@ fn stdout(o: &Output) -> String {
 
 /// Bad input: exit 2, a message naming what was wrong, no panic.
 fn assert_bad_input(args: &[&str], names: &str) {
-    let o = vfsmc(args);
+    assert_bad_input_with(args, &[], names);
+}
+
+fn assert_bad_input_with(args: &[&str], env: &[(&str, &str)], names: &str) {
+    let o = vfsmc_with(args, env);
     let err = stderr(&o);
     assert_eq!(
         o.status.code(),
@@ -87,7 +104,7 @@ fn impossible_budgets_are_bad_input() {
     );
     assert_bad_input(
         &["check", "litmus", "--max-preemptions", "99"],
-        "--max-preemptions 99",
+        "--max-preemptions=99",
     );
     assert_bad_input(
         &[
@@ -170,6 +187,11 @@ fn malformed_corpus_files_name_file_and_line() {
             "bad-engine.vfsmc",
             "engine: tla\n",
             ":1: unknown engine 'tla'",
+        ),
+        (
+            "loom-schedule.vfsmc",
+            "engine: loom\nschedule: 00\n",
+            ":2: 'schedule' does not apply to engine 'loom'",
         ),
         (
             "missing.vfsmc",
@@ -270,4 +292,184 @@ fn json_has_the_documented_fields() {
     ] {
         assert!(v.get(key).is_some(), "json lacks '{key}': {line}");
     }
+}
+
+/// `vfsmc show fdtable | head` must stop quietly when the reader goes away.
+/// The pipe's read end is closed before vfsmc starts, so its first write
+/// finds no reader.
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe(2) returns.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe(2) failed");
+    // SAFETY: both descriptors were just returned by pipe(2), owned once.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    let o = Command::new(env!("CARGO_BIN_EXE_vfsmc"))
+        .args(["show", "fdtable"])
+        .stdout(Stdio::from(write))
+        .stderr(Stdio::piped())
+        .output()
+        .expect("the vfsmc binary runs");
+    assert_eq!(stderr(&o), "", "a closed pipe is not an error to report");
+    assert_eq!(o.status.signal(), Some(libc::SIGPIPE), "{:?}", o.status);
+}
+
+/// Each budget knob: the flag wins over the environment, which wins over
+/// the default.
+#[test]
+fn a_flag_beats_the_environment_which_beats_the_default() {
+    let args = [
+        "check",
+        "litmus",
+        "--variant",
+        "SB+fencembonceonces",
+        "--engine",
+        "pct",
+    ];
+    let summary = |extra: &[&str], env: &[(&str, &str)]| {
+        let all: Vec<&str> = args.iter().chain(extra).copied().collect();
+        let o = vfsmc_with(&all, env);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let default = summary(&[], &[]);
+    assert!(
+        default.contains("(10000 executions, not exhaustive, seed 1)"),
+        "{default}"
+    );
+    let env = [("VFSMC_SEED", "7"), ("VFSMC_ITERATIONS", "20")];
+    let from_env = summary(&[], &env);
+    assert!(
+        from_env.contains("(20 executions, not exhaustive, seed 7)"),
+        "{from_env}"
+    );
+    let flagged = summary(&["--seed", "3"], &env);
+    assert!(
+        flagged.contains("(20 executions, not exhaustive, seed 3)"),
+        "{flagged}"
+    );
+}
+
+#[test]
+fn a_malformed_budget_variable_is_bad_input() {
+    let args = ["check", "litmus", "--variant", "SB+fencembonceonces"];
+    assert_bad_input_with(
+        &args,
+        &[("VFSMC_SHUTTLE_MAX_STEPS", "lots")],
+        "VFSMC_SHUTTLE_MAX_STEPS=lots: expected an integer at least 1",
+    );
+    assert_bad_input_with(
+        &args,
+        &[("VFSMC_MAX_PREEMPTIONS", "17")],
+        "VFSMC_MAX_PREEMPTIONS=17: expected an integer in 0..=16",
+    );
+    assert_bad_input_with(
+        &args,
+        &[("SHUTTLE_RANDOM_SEED", "5")],
+        "SHUTTLE_RANDOM_SEED",
+    );
+}
+
+/// A corpus file replays the same everywhere: `vfsmc replay` reads no
+/// budget variable (with one step per shuttle execution, or one loom
+/// branch, nothing would reproduce).
+#[test]
+fn replay_ignores_the_environment() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let files = vfsmc::corpus::files(&dir).unwrap();
+    let loom = files
+        .iter()
+        .find(|f| f.to_string_lossy().ends_with("-loom.vfsmc"));
+    let pct = files
+        .iter()
+        .find(|f| f.to_string_lossy().ends_with("-pct.vfsmc"));
+    for f in [loom, pct] {
+        let f = f
+            .expect("corpus/ holds a loom and a pct seed")
+            .to_str()
+            .unwrap();
+        let env = [
+            ("VFSMC_SHUTTLE_MAX_STEPS", "1"),
+            ("VFSMC_LOOM_MAX_BRANCHES", "1"),
+        ];
+        let o = vfsmc_with(&["replay", f], &env);
+        assert_eq!(o.status.code(), Some(0), "{f}: {}", stderr(&o));
+    }
+}
+
+/// Registry mode (no model): a line per registry check, then exactly one
+/// tally line that counts them; exit 1 iff a verdict differs. One PCT
+/// execution per check, unshrunk, keeps it cheap (and misses bugs, so both
+/// counts are exercised on a normal registry).
+#[test]
+fn registry_mode_ends_with_one_tally_line() {
+    let o = vfsmc_with(
+        &["check", "--engine", "pct", "--iterations", "1"],
+        &[("VFSMC_SHRINK_MAX_DEPTH", "0")],
+    );
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    let count = |mark: &str| lines.iter().filter(|l| l.starts_with(mark)).count();
+    let (matched, differ, na) = (count("ok "), count("FAIL "), count("n/a "));
+    let registry: usize = vfsmc_specs::models()
+        .iter()
+        .flat_map(|m| {
+            m.variants()
+                .iter()
+                .map(|v| m.scenarios_for(v, vfsmc_specs::Tier::Pr).len())
+        })
+        .sum();
+    assert_eq!(
+        matched + differ + na,
+        registry,
+        "a check is missing:\n{out}"
+    );
+    let tally = format!("{matched} match, {differ} differ, {na} n/a in ");
+    assert_eq!(lines.iter().filter(|l| l.contains(" n/a in ")).count(), 1);
+    let time = lines
+        .last()
+        .and_then(|l| l.strip_prefix(&tally))
+        .unwrap_or_else(|| panic!("the last line is not '{tally}M:SS':\n{out}"));
+    let (m, s) = time.split_once(':').expect("M:SS");
+    assert!(m.parse::<u64>().is_ok() && s.len() == 2 && s.parse::<u8>().is_ok_and(|s| s < 60));
+    assert_eq!(
+        o.status.code(),
+        Some(i32::from(differ > 0)),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A stress failure does not replay, so --save-corpus writes no file that
+/// `vfsmc replay` would reject. Sleeping inside an RCU read-side section
+/// breaks might_sleep on every interleaving, real threads included.
+#[test]
+fn stress_failures_are_not_saved_to_the_corpus() {
+    let dir = std::env::temp_dir().join(format!("vfsmc-stress-{}", std::process::id()));
+    let o = vfsmc(&[
+        "check",
+        "primitives",
+        "--variant",
+        "might-sleep-in-rcu",
+        "--engine",
+        "stress",
+        "--iterations",
+        "1",
+        "--save-corpus",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        stdout(&o).contains("violates might_sleep"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stderr(&o).contains("corpus: not written"), "{}", stderr(&o));
+    let written = std::fs::read_dir(&dir).map_or(0, |d| d.count());
+    assert_eq!(written, 0, "a stress seed was written to {}", dir.display());
+    let _ = std::fs::remove_dir_all(&dir);
 }

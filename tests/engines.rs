@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use vfsmc::check::{Check, Verdict};
-use vfsmc::engine::EngineKind;
+use vfsmc::engine::{self, Budget, EngineKind, ScheduleError};
 use vfsmc::render::text_trace;
 use vfsmc_model::exec;
 use vfsmc_model::kernel::atomic::Atomic;
@@ -322,6 +322,49 @@ fn deadlock_livelock_and_model_panics_are_named() {
             let r = check(variant, "two", engine).run().unwrap();
             assert!(r.matches_expected(), "{variant} on {engine}: {}", r.text());
         }
+    }
+    // Real threads would hang on the deadlock and the livelock.
+    let r = check("oops", "two", EngineKind::Stress).run().unwrap();
+    assert!(r.matches_expected(), "{}", r.text());
+}
+
+/// The step bounds are the budget's: an execution that needs more steps
+/// than the budget allows is reported as a livelock, by loom and shuttle.
+#[test]
+fn a_tight_step_bound_makes_a_livelock() {
+    for engine in [EngineKind::Loom, EngineKind::Pct] {
+        let mut c = check("atomic-inc", "two", engine);
+        c.budget.loom_max_branches = 1;
+        c.budget.shuttle_max_steps = 1;
+        let r = c.run().unwrap();
+        assert_eq!(
+            r.invariant.as_deref(),
+            Some("livelock"),
+            "{engine}: {}",
+            r.text()
+        );
+    }
+}
+
+/// shuttle's PCT refuses a program with a single interleaving; that one
+/// interleaving is the whole space, so the search holds exhaustively.
+#[test]
+fn pct_on_a_single_interleaving_is_a_complete_search() {
+    let e = engine::explore(EngineKind::Pct, &Budget::default(), Arc::new(|| {}));
+    assert!(e.failure.is_none(), "{:?}", e.failure);
+    assert!(e.exhaustive);
+}
+
+/// A schedule recorded on one check does not fit another: a typed
+/// divergence, never a model panic reported as a finding.
+#[test]
+fn a_schedule_from_another_check_diverges() {
+    let found = check("lost-update", "two", EngineKind::Pct).run().unwrap();
+    let mut c = check("spin-forever", "two", EngineKind::Pct);
+    c.schedule = found.schedule;
+    match c.run() {
+        Err(ScheduleError::Diverged { .. }) => {}
+        other => panic!("expected a divergence, got {other:?}"),
     }
 }
 

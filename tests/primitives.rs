@@ -4,7 +4,7 @@
 //! the model breaks.
 //!
 //! `seqcount-retry-without-rmb` and `seqcount-begin-without-wmb` are
-//! weak-memory bugs (`LOOM_ONLY`): shuttle runs every access sequentially
+//! weak-memory bugs: shuttle runs every access sequentially
 //! consistently and cannot find them, so the PCT table reports them without
 //! judging them.
 
@@ -28,13 +28,14 @@ fn verdict_table_on_loom() {
     );
 }
 
-/// Weak-memory variants are reported, not judged: the registry says shuttle
-/// cannot see them.
+/// Weak-memory variants are reported, not judged: they need weak memory,
+/// which PCT is blind to.
 #[test]
 fn verdict_table_on_shuttle_pct() {
     let m = common::model("primitives");
+    let pct = EngineKind::Pct.engine();
     for v in ["seqcount-retry-without-rmb", "seqcount-begin-without-wmb"] {
-        assert!(m.engine_limit(v, "pct").is_some(), "{v}");
+        assert!(pct.cannot_judge(m.needs(v)).is_some(), "{v}");
     }
     common::verdicts("primitives", EngineKind::Pct, |c| {
         c.budget.iterations = 2_000

@@ -41,6 +41,40 @@ impl fmt::Display for Expected {
     }
 }
 
+/// What a variant's registry verdict depends on that not every engine can
+/// produce. Each carries the reason printed when a check runs on an engine
+/// blind to it: the check is reported as not judged, never silently
+/// skipped. The engines, in `vfsmc`, say which needs they are blind to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// An outcome only weak memory shows: a missing barrier, a litmus
+    /// `Sometimes` outcome.
+    WeakMemory(&'static str),
+    /// A load that reads a store which has not executed yet.
+    LoadBuffering(&'static str),
+    /// A lock's state read out of order with the accesses it orders
+    /// (`spin_is_locked`).
+    WeakLockState(&'static str),
+    /// Ordering LKMM gives and C11 does not (cumulative lock ordering,
+    /// po-unlock-lock-po); under C11 alone the `Never` outcome appears.
+    LkmmOrdering(&'static str),
+    /// An RMW that no store to its location can split.
+    AtomicRmw(&'static str),
+}
+
+impl Need {
+    /// Why an engine blind to it cannot give the registry verdict.
+    pub fn why(self) -> &'static str {
+        match self {
+            Need::WeakMemory(why)
+            | Need::LoadBuffering(why)
+            | Need::WeakLockState(why)
+            | Need::LkmmOrdering(why)
+            | Need::AtomicRmw(why) => why,
+        }
+    }
+}
+
 /// One version of a model's code: a release, a patch revision, a bug. `C`
 /// is the value that selects the model's behaviour (`()` in the registry's
 /// model-independent view).
@@ -185,10 +219,10 @@ pub trait Spec: Sync + 'static {
         true
     }
 
-    /// Why `engine` cannot give `variant` its registry verdict — a limit of
-    /// the engine, not of the model — or `None`.
-    fn engine_limit(_variant: &Variant<Self::Code>, _engine: &str) -> Option<&'static str> {
-        None
+    /// What `variant`'s registry verdict needs beyond interleavings (see
+    /// [`Need`]); none unless the model says otherwise.
+    fn needs(_variant: &Variant<Self::Code>) -> &'static [Need] {
+        &[]
     }
 }
 
@@ -246,8 +280,10 @@ pub trait Model: Sync {
     /// Whether holding variant `variant` is checked on scenario `scenario`.
     fn applies(&self, variant: &str, scenario: &str) -> bool;
 
-    /// See [`Spec::engine_limit`].
-    fn engine_limit(&self, variant: &str, engine: &str) -> Option<&'static str>;
+    /// What `variant`'s registry verdict needs beyond interleavings, in the
+    /// order they are asked: the first need an engine is blind to gives the
+    /// reason its check is not judged.
+    fn needs(&self, variant: &str) -> &'static [Need];
 
     /// Whether invariant `name` is one of the shared kernel checks.
     fn is_shared(&self, name: &str) -> bool {
@@ -351,8 +387,8 @@ impl<S: Spec> Model for Registered<S> {
             .is_some_and(|v| S::applies(v.code, intern_scenario::<S>(scenario)))
     }
 
-    fn engine_limit(&self, variant: &str, engine: &str) -> Option<&'static str> {
-        self.row(variant).and_then(|v| S::engine_limit(v, engine))
+    fn needs(&self, variant: &str) -> &'static [Need] {
+        self.row(variant).map_or(&[], S::needs)
     }
 }
 

@@ -29,7 +29,7 @@ use vfsmc_model::kernel::spinlock::SpinLock;
 use vfsmc_model::kernel::task::Task;
 use vfsmc_model::trace::{Context, Show};
 
-use crate::{Check, Expected, Invariant, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
+use crate::{Check, Expected, Invariant, Need, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
 
 /// `&x` as stored in a pointer location.
 pub const PTR_X: u64 = 1;
@@ -121,16 +121,16 @@ pub enum Documented {
 /// Where loom's C11 exploration cannot judge a test the way LKMM does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoomLimit {
-    /// The `Sometimes` outcome is unreachable under loom (load buffering, a
-    /// coherence order that differs from execution order): the test is
-    /// ignored.
-    CannotObserve(&'static str),
+    /// The `Sometimes` outcome needs what loom cannot produce (load
+    /// buffering, a coherence order that differs from execution order): the
+    /// test is ignored.
+    CannotObserve(Need),
     /// C11 allows an outcome LKMM forbids, so loom reports a false alarm on
     /// a `Never` test: the test is ignored.
     WeakerThanLkmm(&'static str),
     /// A loom defect produces an execution C11 forbids, so a `Never` test
-    /// fails: the test is ignored.
-    LoomBug(&'static str),
+    /// fails: the test is ignored. The need is what loom gets wrong.
+    LoomBug(Need),
     /// The `Never` verdict holds under loom, but loom could not have produced
     /// the outcome with or without the barriers the test is about.
     Vacuous(&'static str),
@@ -139,15 +139,22 @@ pub enum LoomLimit {
 impl LoomLimit {
     /// Whether the loom verdict cannot be the documented one.
     pub fn ignored(self) -> bool {
-        !matches!(self, LoomLimit::Vacuous(_))
+        self.need().is_some()
+    }
+
+    /// What the documented verdict needs that loom cannot give, if anything.
+    pub fn need(self) -> Option<Need> {
+        match self {
+            LoomLimit::CannotObserve(need) | LoomLimit::LoomBug(need) => Some(need),
+            LoomLimit::WeakerThanLkmm(why) => Some(Need::LkmmOrdering(why)),
+            LoomLimit::Vacuous(_) => None,
+        }
     }
 
     pub fn reason(self) -> &'static str {
         match self {
-            LoomLimit::CannotObserve(r)
-            | LoomLimit::WeakerThanLkmm(r)
-            | LoomLimit::LoomBug(r)
-            | LoomLimit::Vacuous(r) => r,
+            LoomLimit::CannotObserve(need) | LoomLimit::LoomBug(need) => need.why(),
+            LoomLimit::WeakerThanLkmm(r) | LoomLimit::Vacuous(r) => r,
         }
     }
 }
@@ -180,6 +187,8 @@ const RCU: &str = "Documentation/litmus-tests/rcu";
 const NO_LB: &str =
     "loom never lets a load read from a store that has not run yet (no load buffering)";
 const SIL_IS_SC: &str = "spin_is_locked is an engine try_lock on the lock's mutex, whose state loom keeps sequentially consistent";
+const LOAD_BUFFERING: Need = Need::LoadBuffering(NO_LB);
+const WEAK_LOCK_STATE: Need = Need::WeakLockState(SIL_IS_SC);
 
 // --- coherence -----------------------------------------------------------
 
@@ -877,7 +886,7 @@ pub static TESTS: &[LitmusTest] = &[
     test("LB+poonceonces", TOOLS, Sometimes, &[lb_p0, lb_p1],
         lb_exists, "0:r0=1 /\\ 1:r0=1",
         "without ordering each load may read the other thread's later store")
-        .loom(CannotObserve(NO_LB)),
+        .loom(CannotObserve(LOAD_BUFFERING)),
     test("LB+unlocklockonceonce+poacquireonce", TOOLS, Never, &[lb_unlocklock_p0, lb_unlocklock_p1],
         lb_unlocklock_exists, "0:r1=1 /\\ 1:r2=1",
         "critical sections of different locks on one CPU execute in order")
@@ -896,7 +905,7 @@ pub static TESTS: &[LitmusTest] = &[
     test("MP+polockonce+poacquiresilsil", TOOLS, Sometimes, &[lock_x_p0, silsil_p1],
         silsil_exists, "1:r1=1 /\\ 1:r2=0 /\\ 1:r3=1",
         "without smp_mb__after_spinlock a spin_is_locked observer may see the lock taken after the section's store")
-        .loom(CannotObserve(SIL_IS_SC)),
+        .loom(CannotObserve(WEAK_LOCK_STATE)),
     test("MP+polocks", TOOLS, Never, &[mp_polocks_p0, mp_polocks_p1],
         mp_exists, "1:r0=1 /\\ 1:r1=0",
         "lock and unlock stand in for acquire and release in message passing"),
@@ -959,7 +968,7 @@ pub static TESTS: &[LitmusTest] = &[
     test("Atomic-RMW-ops-are-atomic-WRT-atomic_set", ATOMIC, Never, &[add_unless_p0, atomic_set_p1],
         v_is_2, "v=2",
         "atomic_set cannot split an atomic_add_unless")
-        .loom(LoomBug("loom orders a plain store between an RMW and the value it read (tokio-rs/loom#254, #389): the trace cmpxchg(v, 1→2), atomic_set(v, 0) ends with v=2, impossible in C11; shuttle holds it"))
+        .loom(LoomBug(Need::AtomicRmw("loom orders a plain store between an RMW and the value it read (tokio-rs/loom#254, #389): the trace cmpxchg(v, 1→2), atomic_set(v, 0) ends with v=2, impossible in C11; shuttle holds it")))
         .init([1, 0, 0], false),
     test("cmpxchg-fail-ordered-1", ATOMIC, Never, &[cfo1_p0, cfo1_p1],
         sb_exists, "0:r0=0 /\\ 1:r0=0",
@@ -1047,6 +1056,26 @@ const INVARIANTS: &[Invariant<Check<()>>] = &[Invariant {
     check: Check::Raised,
 }];
 
+/// Every `Sometimes` outcome here needs weak memory.
+const SOMETIMES: Need = Need::WeakMemory(
+    "every Sometimes outcome here needs weak memory: shuttle is sequentially \
+     consistent, and real threads show it only by chance",
+);
+
+/// What each test's documented verdict needs, in [`TESTS`] order: weak
+/// memory for a `Sometimes` outcome first, then what loom cannot give.
+static NEEDS: LazyLock<Vec<Vec<Need>>> = LazyLock::new(|| {
+    TESTS
+        .iter()
+        .map(|t| {
+            let weak = (t.result == Sometimes).then_some(SOMETIMES);
+            weak.into_iter()
+                .chain(t.loom.and_then(LoomLimit::need))
+                .collect()
+        })
+        .collect()
+});
+
 /// The litmus model: one variant per test.
 pub struct Litmus;
 
@@ -1079,17 +1108,11 @@ impl Spec for Litmus {
         String::new()
     }
 
-    fn engine_limit(v: &Variant<&'static LitmusTest>, engine: &str) -> Option<&'static str> {
-        let test = v.code;
-        match (engine, test.loom, test.result) {
-            ("loom", Some(limit), _) if limit.ignored() => Some(limit.reason()),
-            ("loom", _, _) => None,
-            (_, _, Documented::Sometimes) => Some(
-                "every Sometimes outcome here needs weak memory: shuttle is sequentially \
-                 consistent, and real threads show it only by chance",
-            ),
-            _ => None,
-        }
+    fn needs(v: &Variant<&'static LitmusTest>) -> &'static [Need] {
+        TESTS
+            .iter()
+            .position(|t| t.name == v.name)
+            .map_or(&[], |i| NEEDS[i].as_slice())
     }
 }
 

@@ -15,7 +15,7 @@
 //!
 //! `seqcount-retry-without-rmb` and `seqcount-begin-without-wmb` are
 //! weak-memory bugs: only loom (C11) can find them; shuttle is sequentially consistent and must not be asked to (see
-//! [`LOOM_ONLY`]).
+//! [`Use::needs_weak_memory`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -33,7 +33,7 @@ use vfsmc_model::kernel::task::Task;
 use vfsmc_model::sync;
 use vfsmc_model::trace::{intern, Context, Effect, Note, Part, Parts, Show, Val};
 
-use crate::{Check, Expected, Invariant, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
+use crate::{Check, Expected, Invariant, Need, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
 
 /// Which primitive is misused, if any.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -356,10 +356,15 @@ impl Spec for Primitives {
         ghost(&w.describe).as_ref().map(|d| d()).unwrap_or_default()
     }
 
-    fn engine_limit(v: &Variant<Use>, engine: &str) -> Option<&'static str> {
-        (engine != "loom" && v.code.needs_weak_memory()).then_some(
+    fn needs(v: &Variant<Use>) -> &'static [Need] {
+        const WEAK: &[Need] = &[Need::WeakMemory(
             "a weak-memory bug: shuttle and real threads on x86 are too strong to show it",
-        )
+        )];
+        if v.code.needs_weak_memory() {
+            WEAK
+        } else {
+            &[]
+        }
     }
 }
 
