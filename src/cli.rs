@@ -111,6 +111,13 @@ struct BenchArgs {
     /// Executions per throughput measurement, at most the cap.
     #[arg(long, default_value_t = 20_000)]
     throughput_iterations: usize,
+    /// Price recording and invariants instead: each holding variant's
+    /// scenarios run twice on loom, with steps recorded and invariants
+    /// checked, and without; both runs must explore the same executions.
+    #[arg(long)]
+    overhead: bool,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
 }
 
 /// Bad input: printed with its context, exit 2.
@@ -567,6 +574,9 @@ fn bench(a: BenchArgs) -> Out<i32> {
         Some(m) => vec![find_model(m)?],
         None => vfsmc_specs::models(),
     };
+    if a.overhead {
+        return bench_overhead(&models, &a);
+    }
     println!("vfsmc bench: wall-clock numbers on this machine; they vary between runs");
     for m in models {
         let variants: Vec<&'static Variant> = match &a.variant {
@@ -670,6 +680,67 @@ fn bench_throughput(
             r.exhaustive
         );
     }
+}
+
+/// The fastest of two timed runs of `c` (wall clocks on a shared machine
+/// jitter; the minimum is the run least disturbed).
+fn fastest(c: &Check) -> (Report, f64) {
+    let (r, first) = timed(c);
+    let (_, second) = timed(c);
+    (r, first.min(second))
+}
+
+/// `vfsmc bench --overhead`: what recording steps and checking invariants
+/// cost, per holding variant and scenario, on loom at the scenario's bound.
+/// Exit 1 if a pair of runs explored different numbers of executions (the
+/// instrumentation would then be changing the search, not just pricing it).
+fn bench_overhead(models: &[&'static dyn Model], a: &BenchArgs) -> Out<i32> {
+    let mut differ = 0;
+    for &m in models {
+        for v in m
+            .variants()
+            .iter()
+            .filter(|v| v.expected == Expected::Holds)
+        {
+            if a.variant.as_deref().is_some_and(|n| n != v.name) {
+                continue;
+            }
+            for s in m.scenarios_for(v, Tier::Pr) {
+                let on = Check::new(m, v, s, EngineKind::Loom);
+                let mut off = on.clone();
+                off.budget.recording = false;
+                let ((r_on, secs_on), (r_off, secs_off)) = (fastest(&on), fastest(&off));
+                if r_on.executions != r_off.executions {
+                    differ += 1;
+                }
+                let ratio = secs_on / secs_off.max(1e-9);
+                match a.format {
+                    Format::Json => println!(
+                        "{}",
+                        serde_json::json!({
+                            "model": m.name(), "variant": v.name, "scenario": s.name,
+                            "executions": r_on.executions, "executions_off": r_off.executions,
+                            "secs_on": secs_on, "secs_off": secs_off, "ratio": ratio,
+                        })
+                    ),
+                    Format::Text => println!(
+                        "{}/{} [{}] loom: {} executions ({} without recording), \
+                         {secs_on:.3}s on, {secs_off:.3}s off, ratio {ratio:.2}",
+                        m.name(),
+                        v.name,
+                        s.name,
+                        r_on.executions,
+                        r_off.executions
+                    ),
+                }
+            }
+        }
+    }
+    if differ > 0 {
+        eprintln!("{differ} scenario(s) explored different executions with recording off");
+        return Ok(1);
+    }
+    Ok(0)
 }
 
 fn per_call(c: &OpCost, k: Counter) -> f64 {

@@ -109,7 +109,6 @@ pub(crate) struct LockEdge {
 
 /// What one execution leaves behind, kept for the length of a search and
 /// reset (capacity kept) at the start of each execution.
-#[derive(Default)]
 pub(crate) struct State {
     pub threads: Vec<Name>,
     pub steps: Vec<Step>,
@@ -170,11 +169,26 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Steps one execution may record before its buffer grows (and allocates):
+/// far more than any scenario takes.
+const STEP_CAPACITY: usize = 4096;
+
 impl Exec {
     pub(crate) fn new(recording: bool) -> Exec {
+        // Every buffer is sized once, for the whole search, so recording a
+        // step or checking an invariant never allocates.
+        let state = State {
+            threads: Vec::with_capacity(16),
+            steps: Vec::with_capacity(STEP_CAPACITY),
+            violation: None,
+            reached: Vec::with_capacity(16),
+            costs: Vec::with_capacity(16),
+            lock_edges: Vec::with_capacity(32),
+            frozen: false,
+        };
         Exec(Arc::new(Inner {
-            state: Mutex::new(State::default()),
-            checks: Mutex::new(Vec::new()),
+            state: Mutex::new(state),
+            checks: Mutex::new(Vec::with_capacity(16)),
             observer: Mutex::new(None),
             recording: AtomicBool::new(recording),
             serial: AtomicBool::new(false),
@@ -286,6 +300,12 @@ pub fn invariant(
     check: impl Fn() -> Result<(), String> + Send + Sync + 'static,
 ) {
     with_current(|e| lock(&e.0.checks).push((name, Box::new(check))));
+}
+
+/// Steps recorded so far in this execution: invariants that derive one view
+/// of the state for several checks compute it once per step with it.
+pub fn steps_recorded() -> usize {
+    with_current(|e| e.with_state(|s| s.steps.len()))
 }
 
 /// Registers how to render the observed state when an invariant breaks.

@@ -570,7 +570,7 @@ const VARIANTS: &[Variant<Flavor>] = &[
 /// remembers from step to step.
 pub struct World {
     pub fs: Fs,
-    seen: Mutex<BTreeMap<Name, Seen>>,
+    seen: Mutex<Vec<(Name, Seen)>>,
 }
 
 /// Per fget thread: the (fd, file) being held, and whether that file was
@@ -652,7 +652,7 @@ impl Spec for Fdtable {
     fn execute(flavor: Flavor, plan: &Plan, watch: &Watch<Self>) {
         let world = Arc::new(World {
             fs: Fs::new(flavor, &plan.init),
-            seen: Mutex::new(BTreeMap::new()),
+            seen: Mutex::new(Vec::with_capacity(plan.threads.len())),
         });
         watch.start(&world);
         let handles: Vec<_> = plan
@@ -807,13 +807,20 @@ fn fork_no_reserved(w: &World) -> Result<(), String> {
 fn fget_linearizable(w: &World) -> Result<(), String> {
     let ghost = w.fs.ghost();
     let mut seen = w.seen.lock().unwrap_or_else(|p| p.into_inner());
-    seen.retain(|t, _| ghost.fgets.contains_key(t));
+    seen.retain(|(t, _)| ghost.fgets.contains_key(t));
     for (&thread, st) in &ghost.fgets {
         let (fd, file, returned) = match *st {
             FgetState::Holding { fd, file } => (fd, file, false),
             FgetState::Returned { fd, file } => (fd, file, true),
         };
-        let entry = seen.entry(thread).or_insert(((fd, file), false));
+        let i = match seen.iter().position(|(t, _)| *t == thread) {
+            Some(i) => i,
+            None => {
+                seen.push((thread, ((fd, file), false)));
+                seen.len() - 1
+            }
+        };
+        let entry = &mut seen[i].1;
         if entry.0 != (fd, file) {
             *entry = ((fd, file), false);
         }
@@ -855,7 +862,8 @@ fn no_lost_install(w: &World) -> Result<(), String> {
 fn refs_balanced(w: &World) -> Result<(), String> {
     let table = w.fs.current_table();
     let ghost = w.fs.ghost();
-    for (file, refs) in w.fs.live_files() {
+    let mut broken = None;
+    w.fs.live_files(|file, refs| {
         let in_table = table.fd.iter().filter(|s| s.peek() == file.obj).count();
         let in_children: usize = ghost
             .children
@@ -863,13 +871,13 @@ fn refs_balanced(w: &World) -> Result<(), String> {
             .map(|c| c.slots.iter().filter(|&&s| s == file.obj).count())
             .sum();
         let owners = (in_table + in_children) as u64;
-        if refs != owners {
-            return Err(format!(
+        if refs != owners && broken.is_none() {
+            broken = Some(format!(
                 "{file} has refcount {refs} but {owners} slot(s) hold it"
             ));
         }
-    }
-    Ok(())
+    });
+    broken.map_or(Ok(()), Err)
 }
 
 fn render(fs: &Fs) -> String {

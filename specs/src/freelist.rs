@@ -15,12 +15,14 @@ use std::sync::{Arc, Mutex};
 
 use arbitrary::{Arbitrary, Unstructured};
 use vfsmc_model::exec;
-use vfsmc_model::freelist::{obj_name, Chain, Holder, Setup, Slub, Variant as Code};
+use vfsmc_model::freelist::{obj_name, Holder, List, Lists, Setup, Slub, Variant as Code};
 use vfsmc_model::kernel::percpu::{Cpus, OnCpu};
 use vfsmc_model::kernel::task::Task;
 use vfsmc_model::trace::Context;
 
-use crate::{Check, Expected, Invariant, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
+use crate::{
+    Check, Expected, Invariant, PerStep, Scenario, ScenarioRow, Spec, Tier, Variant, Watch,
+};
 
 /// The `freelist` model.
 pub struct Freelist;
@@ -232,6 +234,14 @@ const INVARIANTS: &[Invariant<Check<World>>] = &[
 pub struct World {
     pub slub: Slub,
     last: Mutex<Vec<Option<(u64, u64)>>>,
+    /// The lists, walked once per step for the three checks that read them.
+    lists: PerStep<Lists>,
+}
+
+impl World {
+    fn lists(&self) -> Lists {
+        self.lists.get(|| self.slub.lists())
+    }
 }
 
 impl Spec for Freelist {
@@ -487,6 +497,7 @@ fn execute(variant: Code, plan: &Plan, watch: &Watch<Freelist>) {
     let world = Arc::new(World {
         slub: Slub::new(variant, &setup),
         last: Mutex::new(vec![None; setup.cpu_slab.len()]),
+        lists: PerStep::new(),
     });
     let cpus = Arc::new(Cpus::new(setup.cpu_slab.len()));
     watch.start(&world);
@@ -563,14 +574,10 @@ fn no_stranded(w: &World) -> Result<(), String> {
     }
 }
 
-/// The first list holding `obj`.
-fn list_of(slub: &Slub, obj: u64) -> Option<Chain> {
-    slub.chains().find(|ch| ch.contains(obj))
-}
-
 /// S1: an object has at most one owner, and an owned object is on no list.
 pub fn no_double_alloc(w: &World) -> Result<(), String> {
     let s = &w.slub;
+    let lists = w.lists();
     s.with_holders(|holders| {
         for (o, hs) in holders.iter().enumerate().skip(1) {
             let mut owners = hs.iter().filter(|(_, h)| *h == Holder::Owned);
@@ -585,7 +592,7 @@ pub fn no_double_alloc(w: &World) -> Result<(), String> {
                     .collect();
                 return Err(format!("obj{o} handed out twice ({})", who.join(", ")));
             }
-            if let Some(ch) = list_of(s, o as u64) {
+            if let Some(ch) = lists.holding(o as u64) {
                 return Err(format!(
                     "obj{o}, allocated to {first}, is on {} (allocatable again)",
                     ch.list
@@ -599,9 +606,10 @@ pub fn no_double_alloc(w: &World) -> Result<(), String> {
 /// Free + allocated + in flight covers every object: none lost.
 pub fn conservation(w: &World) -> Result<(), String> {
     let s = &w.slub;
+    let lists = w.lists();
     s.with_holders(|holders| {
         for (o, hs) in holders.iter().enumerate().skip(1) {
-            if hs.is_empty() && list_of(s, o as u64).is_none() {
+            if hs.is_empty() && lists.holding(o as u64).is_none() {
                 return Err(format!("obj{o} is on no list and held by nobody: lost"));
             }
         }
@@ -612,15 +620,14 @@ pub fn conservation(w: &World) -> Result<(), String> {
 /// S2: lists are acyclic, disjoint, and hold only their slab's objects.
 pub fn freelist_integrity(w: &World) -> Result<(), String> {
     let s = &w.slub;
-    for ch in s.chains() {
+    let lists = w.lists();
+    for ch in lists.iter() {
         if ch.cycle {
             return Err(format!("{} has a cycle", ch.list));
         }
         let slab = match ch.list {
-            vfsmc_model::freelist::List::Cpu(i) | vfsmc_model::freelist::List::Irq(i) => {
-                s.cpu_view(usize::from(i)).slab
-            }
-            vfsmc_model::freelist::List::Slab(i) => usize::from(i),
+            List::Cpu(i) | List::Irq(i) => s.cpu_slab(usize::from(i)),
+            List::Slab(i) => usize::from(i),
         };
         if let Some(o) = ch.objects().find(|&o| s.slab_of(o) != slab) {
             return Err(format!(
@@ -631,7 +638,7 @@ pub fn freelist_integrity(w: &World) -> Result<(), String> {
         }
     }
     for o in 1..=s.objects() as u64 {
-        let mut on = s.chains().filter(|ch| ch.contains(o));
+        let mut on = lists.iter().filter(|ch| ch.contains(o));
         if let (Some(a), Some(b)) = (on.next(), on.next()) {
             let mut names = vec![a.list.to_string(), b.list.to_string()];
             names.extend(on.map(|c| c.list.to_string()));
@@ -646,11 +653,12 @@ pub fn freelist_integrity(w: &World) -> Result<(), String> {
 pub fn tid_monotonic(w: &World) -> Result<(), String> {
     let mut last = w.last.lock().unwrap_or_else(|p| p.into_inner());
     for (i, last) in last.iter_mut().enumerate() {
-        let c = w.slub.cpu_view(i);
-        let (Some(tid), false) = (c.tid, c.locked) else {
+        let (Some(tid), false, head) = ({
+            let (head, tid, locked) = w.slub.cpu_head(i);
+            (tid, locked, head)
+        }) else {
             continue;
         };
-        let head = c.freelist.head();
         if let Some((h0, t0)) = *last {
             if tid < t0 {
                 return Err(format!("c{i}->tid went back from {t0} to {tid}"));

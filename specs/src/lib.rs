@@ -253,6 +253,37 @@ impl<S: Spec> Watch<S> {
     }
 }
 
+/// A view of the state that several step invariants read, computed once per
+/// recorded step rather than once per invariant.
+pub struct PerStep<T: Copy>(std::sync::Mutex<Option<(usize, T)>>);
+
+impl<T: Copy> PerStep<T> {
+    pub fn new() -> Self {
+        PerStep(std::sync::Mutex::new(None))
+    }
+
+    /// The view at the current step, computing it with `f` if this step has
+    /// not asked for it yet.
+    pub fn get(&self, f: impl FnOnce() -> T) -> T {
+        let step = exec::steps_recorded();
+        let mut memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match *memo {
+            Some((at, v)) if at == step => v,
+            _ => {
+                let v = f();
+                *memo = Some((step, v));
+                v
+            }
+        }
+    }
+}
+
+impl<T: Copy> Default for PerStep<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// What one execution runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Run {

@@ -403,15 +403,13 @@ impl Fs {
         self.rlimit_nofile.peek() as u32
     }
 
-    /// Every live file incarnation with its refcount.
-    pub fn live_files(&self) -> Vec<(FileId, u64)> {
-        let mut out = Vec::new();
+    /// Calls `f` with every live file incarnation and its refcount.
+    pub fn live_files(&self, mut f: impl FnMut(FileId, u64)) {
         self.filp.each(|obj, state, file| {
             if let ObjState::Live { gen } = state {
-                out.push((FileId { obj, gen }, file.f_ref.peek()));
+                f(FileId { obj, gen }, file.f_ref.peek());
             }
         });
-        out
     }
 }
 

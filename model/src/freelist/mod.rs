@@ -175,6 +175,8 @@ pub struct Chain {
     pub list: List,
     objects: [u8; MAX_OBJECTS],
     len: u8,
+    /// Bit `o` set for each object `o` on the list.
+    mask: u32,
     pub cycle: bool,
 }
 
@@ -187,7 +189,7 @@ impl Chain {
     }
 
     pub fn contains(&self, obj: u64) -> bool {
-        self.objects().any(|o| o == obj)
+        self.mask >> obj & 1 == 1
     }
 
     /// The head object, NULL for an empty list.
@@ -206,6 +208,27 @@ impl Chain {
         } else {
             s.join("→")
         }
+    }
+}
+
+/// Lists an observation holds: two per CPU and one per slab.
+const MAX_LISTS: usize = 8;
+
+/// Every list of the cache at one instant (fixed-size, no allocation).
+#[derive(Clone, Copy, Debug)]
+pub struct Lists {
+    chains: [Option<Chain>; MAX_LISTS],
+    n: usize,
+}
+
+impl Lists {
+    pub fn iter(&self) -> impl Iterator<Item = &Chain> {
+        self.chains[..self.n].iter().flatten()
+    }
+
+    /// The first list holding `obj`.
+    pub fn holding(&self, obj: u64) -> Option<&Chain> {
+        self.iter().find(|ch| ch.contains(obj))
     }
 }
 
@@ -484,6 +507,7 @@ impl Slub {
             list,
             objects: [0; MAX_OBJECTS],
             len: 0,
+            mask: 0,
             cycle: false,
         };
         let mut o = head;
@@ -494,6 +518,7 @@ impl Slub {
             }
             ch.objects[usize::from(ch.len)] = o as u8;
             ch.len += 1;
+            ch.mask |= 1 << o;
             o = self.fp[o as usize].peek();
         }
         ch
@@ -514,6 +539,19 @@ impl Slub {
         self.slab_of[obj as usize]
     }
 
+    /// `c->slab` of CPU `i`.
+    pub fn cpu_slab(&self, i: usize) -> usize {
+        self.cpus[i].slab
+    }
+
+    /// CPU `i`'s freelist head, tid (for variants that have one) and
+    /// whether it is inside its local-lock section, without walking the list.
+    pub fn cpu_head(&self, i: usize) -> (u64, Option<u64>, bool) {
+        let kc = &self.cpus[i];
+        let (head, tid) = kc.peek();
+        (head, tid, kc.lock.peek() != 0)
+    }
+
     /// CPU `i`'s `kmem_cache_cpu` as observers see it (ghost peeks only).
     pub fn cpu_view(&self, i: usize) -> CpuView {
         let kc = &self.cpus[i];
@@ -528,6 +566,20 @@ impl Slub {
                 .is_guzik()
                 .then(|| self.walk(List::Irq(i as u8), kc.irq_freelist.peek())),
         }
+    }
+
+    /// Every list walked once, per-CPU ones first, then the slabs'.
+    pub fn lists(&self) -> Lists {
+        let mut all = Lists {
+            chains: [None; MAX_LISTS],
+            n: 0,
+        };
+        for ch in self.chains() {
+            assert!(all.n < MAX_LISTS, "more lists than an observation holds");
+            all.chains[all.n] = Some(ch);
+            all.n += 1;
+        }
+        all
     }
 
     /// Every list, per-CPU ones first, then the slabs'.
