@@ -326,16 +326,22 @@ impl Report {
     }
 }
 
-/// The checks the registry implies for `model` on `engine`: every variant on
-/// its default scenarios (a violating variant on its witness, a holding one
-/// on every hand-written scenario), with the registry's default budget.
+/// The PR-tier checks the registry implies for `model` on `engine`.
 pub fn registry_checks(model: &'static dyn Model, engine: EngineKind) -> Vec<Check> {
+    registry_checks_in(model, engine, Tier::Pr)
+}
+
+/// The checks the registry implies for `model` on `engine` in `tier`: every
+/// variant on its default scenarios (a violating variant on its witness, a
+/// holding one on every hand-written scenario of the tier), with the
+/// registry's default budget.
+pub fn registry_checks_in(model: &'static dyn Model, engine: EngineKind, tier: Tier) -> Vec<Check> {
     model
         .variants()
         .iter()
         .flat_map(|v| {
             model
-                .scenarios_for(v, Tier::Pr)
+                .scenarios_for(v, tier)
                 .into_iter()
                 .map(move |s| Check::new(model, v, s, engine))
         })

@@ -32,6 +32,21 @@ enum Format {
     Json,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum TierArg {
+    Pr,
+    Deep,
+}
+
+impl TierArg {
+    fn tier(self) -> Tier {
+        match self {
+            TierArg::Pr => Tier::Pr,
+            TierArg::Deep => Tier::Deep,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// One line per model variant: MODEL VARIANT EXPECTED.
@@ -92,6 +107,10 @@ struct CheckArgs {
     input: Option<String>,
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// Which scenarios a holding variant is checked on by default: the PR
+    /// tier (every push) or the deep tier (nightly: longer searches).
+    #[arg(long, value_enum, default_value = "pr")]
+    tier: TierArg,
     /// Write a corpus file for each violation (into DIR, default corpus/).
     #[arg(long, num_args = 0..=1, default_missing_value = "corpus")]
     save_corpus: Option<PathBuf>,
@@ -195,9 +214,14 @@ fn show(name: &str) -> Out<i32> {
     }
     println!("\nscenarios:");
     for s in m.scenarios() {
+        let tier = match s.tier {
+            Tier::Pr => "PR tier",
+            Tier::Deep => "deep tier",
+        };
         let bound = s.loom_bound.map_or("loom exhaustive".to_string(), |b| {
             format!("loom preemption bound {b}")
         });
+        let bound = format!("{tier}, {bound}");
         let kind = if s.generated {
             ", generated from --input bytes"
         } else {
@@ -211,6 +235,12 @@ fn show(name: &str) -> Out<i32> {
     println!("\ninvariants:");
     for i in m.invariants() {
         println!("  {}: {}", i.name, i.about);
+    }
+    if !m.limits().is_empty() {
+        println!("\nwhat this model cannot express (a \"holds\" says nothing about these):");
+        for l in m.limits() {
+            println!("  - {l}");
+        }
     }
     Ok(0)
 }
@@ -362,7 +392,7 @@ fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Che
         for v in variants {
             let scenarios = match &a.scenario {
                 Some(s) => vec![find_scenario(m, s)?],
-                None => m.scenarios_for(v, Tier::Pr),
+                None => m.scenarios_for(v, a.tier.tier()),
             };
             for s in scenarios {
                 if s.generated && input.is_empty() {

@@ -213,6 +213,11 @@ pub trait Spec: Sync + 'static {
     /// The state, in a few lines, for a violation's report.
     fn render(state: &Self::State) -> String;
 
+    /// What the model cannot express: behaviours of the kernel no scenario
+    /// or adversary of this model can produce, so a "holds" says nothing
+    /// about them (`vfsmc show` prints them).
+    const LIMITS: &'static [&'static str] = &[];
+
     /// Whether a holding variant is checked on a hand-written scenario (all
     /// of them unless the model says otherwise).
     fn applies(_code: Self::Code, _scenario: &'static str) -> bool {
@@ -310,6 +315,9 @@ pub trait Model: Sync {
 
     /// Whether holding variant `variant` is checked on scenario `scenario`.
     fn applies(&self, variant: &str, scenario: &str) -> bool;
+
+    /// See [`Spec::LIMITS`].
+    fn limits(&self) -> &'static [&'static str];
 
     /// What `variant`'s registry verdict needs beyond interleavings, in the
     /// order they are asked: the first need an engine is blind to gives the
@@ -411,6 +419,10 @@ impl<S: Spec> Model for Registered<S> {
         Ok(Arc::new(move || {
             S::execute(code, &plan, &Watch(PhantomData))
         }))
+    }
+
+    fn limits(&self) -> &'static [&'static str] {
+        S::LIMITS
     }
 
     fn applies(&self, variant: &str, scenario: &str) -> bool {
