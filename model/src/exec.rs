@@ -40,10 +40,12 @@ pub enum Counter {
     IrqToggle,
     /// Full memory barriers (smp_mb and fully ordered RMWs).
     FullBarrier,
+    /// Successful lazy-to-legit transitions of a path walk.
+    Legitimize,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 8] = [
+    pub const ALL: [Counter; 9] = [
         Counter::LockAcquire,
         Counter::LockHeldSteps,
         Counter::SleepingLock,
@@ -52,6 +54,7 @@ impl Counter {
         Counter::BitmapWordsRead,
         Counter::IrqToggle,
         Counter::FullBarrier,
+        Counter::Legitimize,
     ];
 
     pub fn name(self) -> &'static str {
@@ -64,6 +67,7 @@ impl Counter {
             Counter::BitmapWordsRead => "bitmap_words",
             Counter::IrqToggle => "irq_toggles",
             Counter::FullBarrier => "full_barriers",
+            Counter::Legitimize => "legitimize",
         }
     }
 }

@@ -12,6 +12,10 @@
 //!   double-width cmpxchg, error pointers, barriers).
 //! - [`fdtable`]: fs/file.c, the fd bitmap fast path and its neighbours.
 //! - [`freelist`]: mm/slub.c, the per-CPU ABA-safe freelist.
+//! - [`namei`]: fs/namei.c, nameidata and the path walk (RCU-walk,
+//!   legitimization, ref-walk).
+//! - [`vfs`]: shared VFS state (dentries, the dcache, inodes, mounts,
+//!   rename_lock, mount_lock, the reference ledger), no mechanism logic.
 //!
 //! Models never name an engine: they are written once and run under loom,
 //! shuttle and std alike.
@@ -21,5 +25,7 @@ pub mod exec;
 pub mod fdtable;
 pub mod freelist;
 pub mod kernel;
+pub mod namei;
 pub mod sync;
 pub mod trace;
+pub mod vfs;

@@ -16,6 +16,7 @@ pub mod freelist;
 pub mod litmus;
 pub mod primitives;
 pub mod shared;
+pub mod unlazy;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -448,10 +449,11 @@ static LITMUS: Registered<litmus::Litmus> = Registered::new();
 static PRIMITIVES: Registered<primitives::Primitives> = Registered::new();
 static FDTABLE: Registered<fdtable::Fdtable> = Registered::new();
 static FREELIST: Registered<freelist::Freelist> = Registered::new();
+static UNLAZY: Registered<unlazy::Unlazy> = Registered::new();
 
 /// Every model, in `vfsmc list` order.
 pub fn models() -> Vec<&'static dyn Model> {
-    vec![&LITMUS, &PRIMITIVES, &FDTABLE, &FREELIST]
+    vec![&LITMUS, &PRIMITIVES, &FDTABLE, &FREELIST, &UNLAZY]
 }
 
 /// The model called `name`.

@@ -115,6 +115,23 @@ impl Atomic {
     pub fn read_once(&self, t: &Task) -> u64 {
         self.load(t, Ordering::Relaxed, "READ_ONCE")
     }
+    /// READ_ONCE by a writer holding the lock that serialises every store
+    /// to this word (a read-modify-write of flags under `d_lock` or
+    /// `mount_lock`): it can only read the latest store, so it is recorded
+    /// as a step but is not an engine access. An engine load here would
+    /// also hide races from loom: its DPOR remembers one last access per
+    /// object, so the writer's own load masks a lockless reader's earlier
+    /// load and the reader is never run after the store (tokio-rs/loom#166;
+    /// the litmus `mp-writer-reads-flag` shows it).
+    pub fn read_once_owned(&self, t: &Task) -> u64 {
+        let v = self.peek();
+        t.step(Effect::Load {
+            how: "READ_ONCE",
+            var: self.name,
+            val: self.val(v),
+        });
+        v
+    }
     /// WRITE_ONCE: a single-copy-atomic store, no ordering.
     pub fn write_once(&self, t: &Task, v: u64) {
         self.store(t, v, Ordering::Relaxed)
@@ -258,6 +275,20 @@ impl Atomic {
             |a, o| a.fetch_or(bits, o),
             |old| old | bits,
         );
+    }
+    /// A release-ordered `or` of `bits`, shown as `what`: an RCU list
+    /// insertion (`hlist_bl_add_head_rcu` publishes with a release store).
+    pub fn or_release(&self, t: &Task, what: &'static str, bits: u64) {
+        let _s = atomic_section();
+        t.cost(Counter::AtomicRmw, 1);
+        let old = self.word.fetch_or(bits, Ordering::Release);
+        self.set_ghost(old | bits);
+        t.step(Effect::Rmw {
+            op: what,
+            var: self.name,
+            old: self.val(old),
+            new: self.val(old | bits),
+        });
     }
     /// atomic_andnot (relaxed): `clear_bit` on a word.
     pub fn atomic_andnot(&self, t: &Task, bits: u64) {

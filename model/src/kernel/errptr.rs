@@ -19,6 +19,10 @@ pub enum Errno {
     EINVAL,
     EMFILE,
     ECHILD,
+    ENOTDIR,
+    ELOOP,
+    EISDIR,
+    ESTALE,
 }
 
 impl fmt::Display for Errno {
@@ -73,7 +77,7 @@ fn show_raw(raw: u64) -> String {
 }
 
 /// Every errno, in declaration order (the inverse of `e as u64`).
-const ERRNOS: [Errno; 9] = [
+const ERRNOS: [Errno; 13] = [
     Errno::ENOENT,
     Errno::EBADF,
     Errno::EAGAIN,
@@ -83,6 +87,10 @@ const ERRNOS: [Errno; 9] = [
     Errno::EINVAL,
     Errno::EMFILE,
     Errno::ECHILD,
+    Errno::ENOTDIR,
+    Errno::ELOOP,
+    Errno::EISDIR,
+    Errno::ESTALE,
 ];
 
 impl<T> ErrPtr<T> {

@@ -74,6 +74,15 @@ impl Lockref {
         Lockref::with_flavor(name, count, LockrefFlavor::Kernel)
     }
 
+    /// A lockref whose embedded spinlock is instance `name` of lock class
+    /// `class` (every dentry's `d_lock` is one class).
+    pub fn with_class(name: impl AsRef<str>, class: Name, count: i32) -> Lockref {
+        Lockref {
+            class,
+            ..Lockref::with_flavor(name, count, LockrefFlavor::Kernel)
+        }
+    }
+
     pub fn with_flavor(name: impl AsRef<str>, count: i32, flavor: LockrefFlavor) -> Lockref {
         let name = intern(name.as_ref());
         Lockref {
@@ -132,7 +141,14 @@ impl Lockref {
 
     /// spin_lock(&lockref->lock): spin on the embedded lock bit.
     pub fn lock<'a>(&'a self, t: &'a Task) -> LockrefGuard<'a> {
-        t.lockdep_acquire(self.class, 0, self.name);
+        self.lock_nested(t, 0)
+    }
+
+    /// spin_lock_nested(&lockref->lock, subclass): the embedded lock taken
+    /// while another lock of its class is held (a child's `d_lock` under
+    /// its parent's: DENTRY_D_LOCK_NESTED).
+    pub fn lock_nested<'a>(&'a self, t: &'a Task, subclass: u8) -> LockrefGuard<'a> {
+        t.lockdep_acquire(self.class, subclass, self.name);
         loop {
             let w = self.word.read_once(t);
             if w & LOCKED == 0 && self.word.cmpxchg(t, w, w | LOCKED) == w {
@@ -142,7 +158,7 @@ impl Lockref {
         }
         t.cost(Counter::LockAcquire, 1);
         t.set_preempt_count(t.preempt_count() + 1);
-        t.push_held(self.class, 0, self.name, self.id);
+        t.push_held(self.class, subclass, self.name, self.id);
         LockrefGuard { lr: self, task: t }
     }
 

@@ -1,0 +1,200 @@
+//! fs/namei.c: `struct nameidata` and the path walk, lazy (RCU-walk) first
+//! and legitimized into a ref-walk when it must (logic read in the
+//! vfs-7.3-rc1.misc merge copy of fs/namei.c, 1c3e8cef79ea; the functions
+//! named here have the same shape in v6.12 except where a doc comment says).
+//!
+//! - [`walk`]: `path_init`, `link_path_walk`, `walk_component`,
+//!   `lookup_fast`, `lookup_slow`, `step_into`, `handle_mounts`,
+//!   `pick_link`, `handle_dots`, `complete_walk`, `terminate_walk`,
+//!   `path_lookupat`, `filename_lookup`.
+//! - [`unlazy`]: `leave_rcu`, `try_to_unlazy`, `try_to_unlazy_next`,
+//!   `legitimize_links`, `legitimize_path`, `legitimize_root`.
+//!
+//! The walker's state machine is the kernel's: RCU (LOOKUP_RCU set, the RCU
+//! read lock held, no references, every position validated by a `d_seq`
+//! sample) → REF (references on path, links and maybe root) on a
+//! successful `try_to_unlazy*`, or FAIL_ECHILD → `terminate_walk` and a
+//! restart without LOOKUP_RCU. Every step that touches memory another
+//! thread writes is a separate engine operation.
+//!
+//! Abstracted away (the `unlazy` model's LIMITS say so to reviewers):
+//! permissions (`may_lookup` grants), `d_revalidate` and other dentry
+//! operations, automounts and `d_manage`, atime, LSM hooks, absolute
+//! symlink bodies, dfd-relative lookups (only the cwd), nd_jump_link, scoped lookups (LOOKUP_BENEATH/IN_ROOT),
+//! the heap symlink stack (two embedded levels), and chroot/chdir races
+//! (`fs->seq` is sampled but nothing writes it).
+
+pub mod unlazy;
+pub mod walk;
+
+use crate::kernel::errptr::Errno;
+use crate::vfs::{InodeRef, Path, VfsBug};
+
+pub use walk::{filename_lookup, path_lookupat, path_put, ref_walk_lookup, Walk};
+
+/// LOOKUP_* flags (include/linux/namei.h, vfs-7.3-rc1.lookup copy).
+pub const LOOKUP_FOLLOW: u32 = 1 << 0;
+pub const LOOKUP_DIRECTORY: u32 = 1 << 1;
+pub const LOOKUP_REVAL: u32 = 1 << 7;
+pub const LOOKUP_RCU: u32 = 1 << 8;
+pub const LOOKUP_CACHED: u32 = 1 << 9;
+pub const LOOKUP_PARENT: u32 = 1 << 10;
+
+/// `nd->state` bits (fs/namei.c).
+pub const ND_ROOT_PRESET: u32 = 1;
+pub const ND_ROOT_GRABBED: u32 = 2;
+pub const ND_JUMPED: u32 = 4;
+
+/// `walk_component` / `step_into` flags (fs/namei.c).
+pub const WALK_TRAILING: u32 = 1;
+pub const WALK_MORE: u32 = 2;
+pub const WALK_NOFOLLOW: u32 = 4;
+
+/// EMBEDDED_LEVELS: symlinks the nameidata's own stack holds.
+pub const EMBEDDED_LEVELS: usize = 2;
+/// MAXSYMLINKS.
+pub const MAXSYMLINKS: u32 = 40;
+
+/// A defect in the walk (a mutant or a real bug), on top of the current
+/// code; substrate bugs are [`VfsBug`]s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bug {
+    /// `__legitimize_path` takes the dentry reference but skips the
+    /// `read_seqcount_retry` that proves the view is still current.
+    LegitimizeSkipsSeqCheck,
+    /// `try_to_unlazy` leaves RCU (`rcu_read_unlock`) before legitimizing.
+    UnlazyLeavesRcuFirst,
+    /// `__legitimize_path` takes the dentry reference with `lockref_get`
+    /// (no dead check) instead of `lockref_get_not_dead`.
+    LegitimizeGetsDead,
+    /// On a failed legitimization the path fields are left as they were, so
+    /// `terminate_walk` puts references that were never taken.
+    UnlazyKeepsUngrabbedPath,
+    /// `lookup_fast` in RCU mode takes a reference on the child it found
+    /// (`dget`): a refcount write while lazy.
+    RcuLookupTakesRef,
+    /// A miss in RCU mode goes to `lookup_slow` without `try_to_unlazy`:
+    /// `i_rwsem` taken inside the RCU read section.
+    RcuMissSkipsUnlazy,
+    /// `filename_lookup` returns -ECHILD instead of restarting in ref mode.
+    NoRefWalkRestart,
+    /// In ref mode, positivity is read from `d_flags` with a plain load
+    /// instead of `smp_load_acquire` (before "fix missing barriers when
+    /// checking positivity", v5.5).
+    PositivityNoAcquire,
+}
+
+/// A variant as the walk sees it: substrate and walk defects, if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Flavor {
+    pub vfs: Option<VfsBug>,
+    pub bug: Option<Bug>,
+}
+
+impl Flavor {
+    pub fn has(self, bug: Bug) -> bool {
+        self.bug == Some(bug)
+    }
+}
+
+/// How a component was classified (`nd->last_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LastType {
+    Norm,
+    Root,
+    DotDot,
+}
+
+/// One symlink on the walk's stack (`struct saved`).
+#[derive(Clone, Debug, Default)]
+pub struct Saved {
+    pub link: Path,
+    /// `d_seq` sample of the link's dentry.
+    pub seq: u64,
+    /// Where to resume in the outer string (its remaining components).
+    pub name: Vec<u64>,
+}
+
+/// `struct nameidata` (fs/namei.c).
+#[derive(Debug)]
+pub struct Nameidata {
+    pub path: Path,
+    pub last: u64,
+    pub last_type: LastType,
+    pub root: Path,
+    pub inode: InodeRef,
+    pub flags: u32,
+    pub state: u32,
+    pub seq: u64,
+    pub next_seq: u64,
+    pub m_seq: u64,
+    pub r_seq: u64,
+    pub root_seq: u64,
+    pub depth: usize,
+    pub total_link_count: u32,
+    pub stack: Vec<Saved>,
+    /// Ghost: inside a legitimization (the only place an RCU walk may take
+    /// references).
+    pub legitimizing: bool,
+}
+
+impl Nameidata {
+    /// `__set_nameidata`: an empty walk whose path is NULL, NULL (so
+    /// `terminate_walk` is safe even if `path_init` fails first).
+    pub fn new() -> Nameidata {
+        Nameidata {
+            path: Path::NULL,
+            last: 0,
+            last_type: LastType::Root,
+            root: Path::NULL,
+            inode: 0,
+            flags: 0,
+            state: 0,
+            seq: 0,
+            next_seq: 0,
+            m_seq: 0,
+            r_seq: 0,
+            root_seq: 0,
+            depth: 0,
+            total_link_count: 0,
+            stack: vec![Saved::default(); EMBEDDED_LEVELS],
+            legitimizing: false,
+        }
+    }
+
+    pub fn rcu(&self) -> bool {
+        self.flags & LOOKUP_RCU != 0
+    }
+}
+
+impl Default for Nameidata {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `struct filename` as the walk reads it: the pathname split into
+/// components, whether it starts at the root or at the cwd, and whether it
+/// ends in a slash (the open path treats a trailing slash on the last
+/// component specially).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filename {
+    pub absolute: bool,
+    pub comps: Vec<u64>,
+    pub trailing_slash: bool,
+}
+
+impl Filename {
+    /// `/a/b`, `a/b` (from the cwd), `..`, `/a/b/`.
+    pub fn new(path: &str) -> Filename {
+        Filename {
+            absolute: path.starts_with('/'),
+            comps: crate::vfs::components(path),
+            trailing_slash: path.len() > 1 && path.ends_with('/'),
+        }
+    }
+}
+
+/// What a lookup returns: the path (with its references, the caller's to
+/// put) or an errno.
+pub type LookupResult = Result<Path, Errno>;

@@ -1,0 +1,193 @@
+//! The adversaries of a path walk, as the system calls that change the
+//! namespace run them (fs/namei.c vfs_rename/vfs_unlink/vfs_rmdir/vfs_mkdir
+//! and vfs_create, fs/namespace.c path_umount; reduced to their dcache and
+//! mount effects). Each finds its objects as its own lookup would have (the
+//! ghost state, no steps: the adversary's lookup is not under test), holds a
+//! reference while it works, and takes the directory `i_rwsem`s exclusive.
+
+use crate::kernel::errptr::Errno;
+use crate::kernel::task::Task;
+use crate::trace::intern;
+
+use super::dentry::{DCACHE_ENTRY_TYPE, DCACHE_MISS_TYPE};
+use super::{DentryRef, Inode, Kind, MountRef, Path, Vfs};
+
+/// What a system call of an adversary did, for the ghost log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Umount {
+    pub thread: crate::trace::Name,
+    pub mount: MountRef,
+    pub result: Result<(), Errno>,
+}
+
+impl Vfs {
+    /// The dentry `comps` names now, across mounts (ghost: no steps), or
+    /// `None`. A negative or unhashed dentry is not found.
+    pub fn find(&self, comps: &[u64]) -> Option<Path> {
+        let mut p = self.fs.root;
+        for &c in comps {
+            let d = self.find_child(p.dentry, c)?;
+            p.dentry = d;
+            if let Some(m) = self.mount_on(p) {
+                p = Path {
+                    mnt: m,
+                    dentry: self.mount(m).mnt_root,
+                };
+            }
+        }
+        Some(p)
+    }
+
+    /// The hashed child `name` of `parent` (positive or negative).
+    fn find_child(&self, parent: DentryRef, name: u64) -> Option<DentryRef> {
+        (1..=self.dentries.count() as u64).find(|&d| {
+            let de = self.dentry(d);
+            d != parent
+                && de.hashed.peek() != 0
+                && de.d_parent.peek() == parent
+                && de.d_name.peek() == name
+                && matches!(
+                    self.dentries.state(d),
+                    crate::kernel::rcu::ObjState::Live { .. }
+                )
+        })
+    }
+
+    fn positive(&self, d: DentryRef) -> bool {
+        self.dentry(d).d_flags.peek() & DCACHE_ENTRY_TYPE != DCACHE_MISS_TYPE
+    }
+
+    /// The mount sitting on `p` (ghost).
+    pub fn mount_on(&self, p: Path) -> Option<MountRef> {
+        (1..=self.mounts.count() as u64).find(|&m| {
+            let mnt = self.mount(m);
+            mnt.mnt_parent == p.mnt && mnt.mnt_mountpoint == p.dentry && mnt.hashed.peek() != 0
+        })
+    }
+
+    fn parent_and_name(&self, comps: &[u64]) -> (Path, u64) {
+        let (dir, name) = comps.split_at(comps.len() - 1);
+        let p = self.find(dir).expect("the parent directory exists");
+        (p, name[0])
+    }
+
+    fn dir_inode(&self, d: DentryRef) -> std::sync::Arc<Inode> {
+        self.inodes.peek(self.dentry(d).d_inode.peek())
+    }
+
+    /// rename(2) of `from` to the unused name `to`: lock_rename (both
+    /// parents' `i_rwsem`), `d_move`.
+    pub fn vfs_rename(&self, t: &Task, from: &[u64], to: &[u64]) {
+        let _f = t.enter("vfs_rename");
+        let old = self.find(from).expect("rename: the source exists");
+        let (old_dir, _) = self.parent_and_name(from);
+        let (new_dir, name) = self.parent_and_name(to);
+        self.dget(t, old.dentry);
+        let od = self.dir_inode(old_dir.dentry);
+        let nd = self.dir_inode(new_dir.dentry);
+        let g1 = od.i_rwsem.down_write(t);
+        let g2 = (old_dir.dentry != new_dir.dentry).then(|| nd.i_rwsem.down_write(t));
+        self.d_move(t, old.dentry, new_dir.dentry, name);
+        drop(g2);
+        g1.up();
+        self.dput(t, old.dentry);
+    }
+
+    /// unlink(2) / rmdir(2) of an existing (empty) entry: `d_delete` under
+    /// the parent's `i_rwsem`.
+    pub fn vfs_unlink(&self, t: &Task, path: &[u64]) {
+        let _f = t.enter("vfs_unlink");
+        let victim = self.find(path).expect("unlink: the entry exists");
+        let (dir, _) = self.parent_and_name(path);
+        self.dget(t, victim.dentry);
+        let di = self.dir_inode(dir.dentry);
+        let g = di.i_rwsem.down_write(t);
+        self.d_delete(t, victim.dentry);
+        g.up();
+        self.dput(t, victim.dentry);
+    }
+
+    /// mkdir(2) or creat(2) of `path` (`kind`): the parent's `i_rwsem`, a
+    /// new inode, and either a cached negative dentry instantiated in place
+    /// or a new dentry added to the hash.
+    pub fn vfs_create(&self, t: &Task, path: &[u64], kind: Kind) {
+        let _f = t.enter(if kind == Kind::Dir {
+            "vfs_mkdir"
+        } else {
+            "vfs_create"
+        });
+        let (dir, name) = self.parent_and_name(path);
+        let di = self.dir_inode(dir.dentry);
+        let g = di.i_rwsem.down_write(t);
+        let existing = self
+            .find_child(dir.dentry, name)
+            .filter(|&d| !self.positive(d));
+        let label = intern(&format!("{}'", super::name_of(name)));
+        let inode = self
+            .inodes
+            .alloc(t, || Inode::new(label, kind, Vec::new()), |_| {});
+        if kind == Kind::Dir {
+            self.ns_update(|ns| ns.dirs.push(inode));
+        }
+        match existing {
+            Some(d) => {
+                self.dget(t, d);
+                self.d_instantiate(t, d, inode);
+                g.up();
+                self.dput(t, d);
+            }
+            None => {
+                let d = self.d_alloc(t, dir.dentry, name, label);
+                self.d_add(t, d, inode, true);
+                g.up();
+                self.dput(t, d);
+            }
+        }
+    }
+
+    /// `->lookup` of a filesystem whose directories are the ghost namespace
+    /// (its "disk"): a new dentry for `name` under `parent`, instantiated
+    /// with the inode the directory holds, or left negative; then hashed.
+    /// The caller holds the directory's `i_rwsem` and gets the reference.
+    pub fn simple_lookup(&self, t: &Task, parent: DentryRef, name: u64) -> DentryRef {
+        let _f = t.enter("simple_lookup");
+        let dir = self.dentry(parent).d_inode.peek();
+        let on_disk = self
+            .ns_history()
+            .last()
+            .and_then(|ns| ns.lookup(dir, name))
+            .unwrap_or(0);
+        let label = intern(&format!("{}'", super::name_of(name)));
+        let d = self.d_alloc(t, parent, name, label);
+        self.d_add(t, d, on_disk, false);
+        d
+    }
+
+    /// A dentry invalidated by its filesystem (`d_invalidate`, as a failed
+    /// revalidation does) and then let go: with no other holder the final
+    /// `dput` kills it (dead lockref, unhashed, freed after a grace period).
+    pub fn invalidate_and_put(&self, t: &Task, path: &[u64]) {
+        let _f = t.enter("d_invalidate_and_dput");
+        let victim = self.find(path).expect("the entry exists");
+        self.dget(t, victim.dentry);
+        self.d_invalidate(t, victim.dentry);
+        self.dput(t, victim.dentry);
+    }
+
+    /// umount(2) of the mount on `mountpoint`, synchronous: the caller's own
+    /// reference (its path lookup), `do_umount`, then that reference put —
+    /// which must be the final put when the umount succeeded.
+    pub fn path_umount(&self, t: &Task, mountpoint: &[u64]) -> Result<(), Errno> {
+        let _f = t.enter("path_umount");
+        let m = self.find(mountpoint).expect("umount: the mount exists").mnt;
+        self.mntget(t, t.name(), m);
+        let r = self.do_umount(t, m);
+        self.mntput(t, t.name(), m);
+        self.umounts().push(Umount {
+            thread: t.name(),
+            mount: m,
+            result: r,
+        });
+        r
+    }
+}

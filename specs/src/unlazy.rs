@@ -1,0 +1,688 @@
+//! The `unlazy` model: lazy-to-legit transitions of the path walk
+//! (fs/namei.c try_to_unlazy*, legitimize_*, with fs/dcache.c and
+//! fs/namespace.c underneath; brief §2). A walker resolves a path while one
+//! actor thread changes the namespace (rename, unlink, invalidate + final
+//! dput, umount, mkdir/rmdir) and the RCU grace-period kthread frees what
+//! the actor killed.
+//!
+//! Invariants read the VFS by reference: the ghost namespace and lookup log
+//! (walk linearizability), the reference ledger against the objects' counts
+//! (exact accounting), the umount log (synchronous umount), and the checks
+//! the model raises where they happen (a reference on a dead dentry, a
+//! refcount write in RCU mode, the kernel's own snapshot BUG_ON).
+
+use std::sync::Arc;
+
+use vfsmc_model::exec;
+use vfsmc_model::kernel::errptr::Errno;
+use vfsmc_model::kernel::task::Task;
+use vfsmc_model::namei::{filename_lookup, path_put, ref_walk_lookup, Bug, Filename, Flavor};
+use vfsmc_model::trace::{Context, Name};
+use vfsmc_model::vfs::namespace::outcomes;
+use vfsmc_model::vfs::{components, Kind, Lookup, Node, Obj, Vfs, VfsBug};
+
+use crate::{Check, Expected, Invariant, Need, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
+
+/// What the walker does.
+#[derive(Clone, Copy, Debug)]
+pub enum Walker {
+    /// filename_lookup: lazy first, restarting in ref-walk on -ECHILD.
+    Lookup(&'static str),
+    /// Only the ref-walk attempt (as do_file_open's second attempt).
+    RefWalk(&'static str),
+}
+
+/// One namespace change by the actor.
+#[derive(Clone, Copy, Debug)]
+pub enum Op {
+    Rename(&'static str, &'static str),
+    Unlink(&'static str),
+    Mkdir(&'static str),
+    Create(&'static str),
+    /// d_invalidate, then the final dput kills it.
+    Kill(&'static str),
+    Umount(&'static str),
+}
+
+/// A scenario made concrete.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub tree: &'static [Node],
+    pub walker: Walker,
+    pub actor: &'static [Op],
+    /// Whether the RCU grace-period kthread runs (and frees) during the
+    /// execution; otherwise pending callbacks run at the end.
+    pub gp_kthread: bool,
+}
+
+const ABC: &[Node] = &[Node::Dir("/a"), Node::Dir("/a/b"), Node::File("/a/b/c")];
+
+const fn plan(tree: &'static [Node], walker: Walker, actor: &'static [Op], gp: bool) -> Plan {
+    Plan {
+        tree,
+        walker,
+        actor,
+        gp_kthread: gp,
+    }
+}
+
+fn rename_vs_walk(_: &[u8]) -> Plan {
+    plan(
+        ABC,
+        Walker::Lookup("/a/b/c"),
+        &[Op::Rename("/a/b", "/a/x")],
+        false,
+    )
+}
+
+fn unlink_vs_walk(_: &[u8]) -> Plan {
+    plan(
+        ABC,
+        Walker::Lookup("/a/b/c"),
+        &[Op::Unlink("/a/b/c")],
+        false,
+    )
+}
+
+fn kill_vs_walk(_: &[u8]) -> Plan {
+    plan(ABC, Walker::Lookup("/a/b/c"), &[Op::Kill("/a/b/c")], true)
+}
+
+fn umount_vs_walk(_: &[u8]) -> Plan {
+    const TREE: &[Node] = &[Node::Dir("/a"), Node::Mount("/a"), Node::Dir("/a/b")];
+    plan(TREE, Walker::Lookup("/a/b"), &[Op::Umount("/a")], false)
+}
+
+fn symlink_vs_rename(_: &[u8]) -> Plan {
+    const TREE: &[Node] = &[
+        Node::Dir("/a"),
+        Node::Dir("/a/b"),
+        Node::File("/a/b/c"),
+        Node::Symlink("/a/l", "b"),
+    ];
+    plan(
+        TREE,
+        Walker::Lookup("/a/l/c"),
+        &[Op::Rename("/a/b", "/a/x")],
+        false,
+    )
+}
+
+fn dotdot_aba(_: &[u8]) -> Plan {
+    const TREE: &[Node] = &[
+        Node::Dir("/tmp"),
+        Node::Dir("/tmp/a"),
+        Node::Dir("/tmp/a/b"),
+        Node::Cwd("/tmp/a/b"),
+    ];
+    plan(
+        TREE,
+        Walker::RefWalk(".."),
+        &[
+            Op::Rename("/tmp/a/b", "/tmp/b"),
+            Op::Unlink("/tmp/a"),
+            Op::Mkdir("/tmp/a"),
+            Op::Rename("/tmp/b", "/tmp/a/b"),
+        ],
+        false,
+    )
+}
+
+fn negative_to_positive(_: &[u8]) -> Plan {
+    const TREE: &[Node] = &[Node::Dir("/a"), Node::Dir("/a/b"), Node::Negative("/a/b/c")];
+    plan(
+        TREE,
+        Walker::RefWalk("/a/b/c"),
+        &[Op::Create("/a/b/c")],
+        false,
+    )
+}
+
+const SCENARIOS: &[ScenarioRow<Plan>] = &[
+    Scenario {
+        name: "rename-vs-walk",
+        about: "/a/b/c cached; the walker looks up /a/b/c while the actor renames /a/b to /a/x",
+        goals: &["legitimized", "ref_walk_restart"],
+        loom_bound: Some(3),
+        tier: Tier::Pr,
+        generated: false,
+        plan: rename_vs_walk,
+    },
+    Scenario {
+        name: "unlink-vs-walk",
+        about: "/a/b/c cached; the walker looks up /a/b/c while the actor unlinks it (d_delete \
+                makes it negative in place, or unhashes it if the walker holds it)",
+        goals: &["legitimized", "ref_walk_restart"],
+        loom_bound: Some(3),
+        tier: Tier::Pr,
+        generated: false,
+        plan: unlink_vs_walk,
+    },
+    Scenario {
+        name: "kill-vs-walk",
+        about: "/a/b/c cached; the actor invalidates c and drops the last reference (dentry_kill: \
+                dead lockref, unhashed, freed by call_rcu on the grace-period kthread) while the \
+                walker looks it up",
+        goals: &["legitimized", "lockref_get_not_dead_failed"],
+        loom_bound: Some(2),
+        tier: Tier::Pr,
+        generated: false,
+        plan: kill_vs_walk,
+    },
+    Scenario {
+        name: "umount-vs-walk",
+        about: "a filesystem mounted on /a holding /a/b; the walker looks up /a/b (crossing the \
+                mount lazily, legitimizing it at the end) while the actor umounts /a \
+                synchronously (the mount is freed after the threads, by rcu_barrier)",
+        goals: &[
+            "legitimized",
+            "legitimize_mnt_raced_umount",
+            "umount_sync_done",
+            "umount_busy",
+        ],
+        loom_bound: Some(3),
+        tier: Tier::Pr,
+        generated: false,
+        plan: umount_vs_walk,
+    },
+    Scenario {
+        name: "symlink-vs-rename",
+        about: "/a/l is a symlink to b; the walker looks up /a/l/c (following the link, which \
+                must be legitimized with the path) while the actor renames /a/b to /a/x",
+        goals: &["symlink_followed", "legitimized", "ref_walk_restart"],
+        loom_bound: Some(3),
+        tier: Tier::Pr,
+        generated: false,
+        plan: symlink_vs_rename,
+    },
+    Scenario {
+        name: "dotdot-aba",
+        about: "cwd /tmp/a/b; the walker's ref-walk resolves .. (dget_parent) while the \
+                actor renames b to /tmp/b, rmdirs /tmp/a, mkdirs it again (the same dentry, a new \
+                inode) and renames b back (e84009336711's ABA)",
+        goals: &["dget_parent_retry"],
+        loom_bound: Some(3),
+        tier: Tier::Pr,
+        generated: false,
+        plan: dotdot_aba,
+    },
+    Scenario {
+        name: "negative-to-positive",
+        about: "/a/b/c is a cached negative dentry; the walker's ref-walk looks it up while the \
+                actor creates c (d_instantiate: inode stored, then type bits released)",
+        goals: &["negative_dentry"],
+        loom_bound: Some(3),
+        tier: Tier::Pr,
+        generated: false,
+        plan: negative_to_positive,
+    },
+];
+
+const fn bug(bug: Bug) -> Flavor {
+    Flavor {
+        vfs: None,
+        bug: Some(bug),
+    }
+}
+
+const fn vfs_bug(bug: VfsBug) -> Flavor {
+    Flavor {
+        vfs: Some(bug),
+        bug: None,
+    }
+}
+
+const VARIANTS: &[Variant<Flavor>] = &[
+    Variant {
+        name: "current",
+        expected: Expected::Holds,
+        witness: "",
+        kernel: "fs/namei.c:try_to_unlazy*,legitimize_*,lookup_fast,step_into (vfs-7.3-rc1.misc \
+                 1c3e8cef79ea); fs/dcache.c (vfs-7.3-rc5.fixes); fs/namespace.c \
+                 (vfs-7.3-rc1.mount)",
+        about: "the walk as in the v7.3 merge window: hand-over-hand d_seq validation, \
+                legitimization in mount → lockref → seq order, __legitimize_mnt testing \
+                MNT_SYNC_UMOUNT|MNT_DOOMED under mount_lock",
+        code: Flavor {
+            vfs: None,
+            bug: None,
+        },
+    },
+    Variant {
+        name: "dget-parent-pointer-recheck",
+        expected: Expected::Violates("walk_linearizable"),
+        witness: "dotdot-aba",
+        kernel: "fs/dcache.c:dget_parent before e84009336711 (v5.5, \"fix dget_parent() fastpath \
+                 race\")",
+        about: "[real] the fast path re-checks that d_parent is the same pointer instead of \
+                d_seq: rename away, rmdir, mkdir, rename back passes it, and '..' resolves to a \
+                parent seen negative",
+        code: vfs_bug(VfsBug::DgetParentPointerRecheck),
+    },
+    Variant {
+        name: "positivity-no-acquire",
+        expected: Expected::Violates("walk_linearizable"),
+        witness: "negative-to-positive",
+        kernel: "fs/namei.c:traverse_mounts before \"fix missing barriers when checking \
+                 positivity\" (Al Viro, v5.5)",
+        about: "[real] ref-walk reads d_flags with a plain load: it can see the new positive \
+                type with the stale NULL d_inode (message passing; weak memory only)",
+        code: bug(Bug::PositivityNoAcquire),
+    },
+    Variant {
+        name: "legitimize-mnt-unlocked-umount-test",
+        expected: Expected::Violates("sync_umount"),
+        witness: "umount-vs-walk",
+        kernel: "fs/namespace.c:__legitimize_mnt before 250cf3693060 (2025, CVE-2025-38058)",
+        about: "[real] MNT_SYNC_UMOUNT tested without mount_lock: the walker keeps a reference \
+                umount did not count and steals its final mntput",
+        code: vfs_bug(VfsBug::LegitimizeMntUnlockedUmountTest),
+    },
+    Variant {
+        name: "umount-missing-mb",
+        expected: Expected::Violates("sync_umount"),
+        witness: "umount-vs-walk",
+        kernel: "fs/namespace.c:do_umount before 65781e19dcfc (2025)",
+        about: "[real] no smp_mb() between taking mount_lock and reading mnt_count: walker and \
+                umount each miss the other's write (store buffering; weak memory only)",
+        code: vfs_bug(VfsBug::UmountMissingMb),
+    },
+    Variant {
+        name: "mntput-legitimize-race-2018",
+        expected: Expected::Violates("sync_umount"),
+        witness: "umount-vs-walk",
+        kernel: "fs/namespace.c:__legitimize_mnt,mntput_no_expire before 119e1ef80ecf (2018)",
+        about: "[real] no smp_mb() after the walker's increment or after the final put takes \
+                mount_lock, and no locked MNT_DOOMED undo: each side misses the other",
+        code: vfs_bug(VfsBug::MntputLegitimizeRace2018),
+    },
+    Variant {
+        name: "legitimize-skips-seq-check",
+        expected: Expected::Violates("snapshot_valid"),
+        witness: "unlink-vs-walk",
+        kernel: "fs/namei.c:__legitimize_path (constructed mutant)",
+        about: "the dentry reference is taken but d_seq is not re-checked: a dentry made \
+                negative after the walk validated it is legitimized as if unchanged",
+        code: bug(Bug::LegitimizeSkipsSeqCheck),
+    },
+    Variant {
+        name: "unlazy-leaves-rcu-first",
+        expected: Expected::Violates("use_after_free"),
+        witness: "kill-vs-walk",
+        kernel: "fs/namei.c:try_to_unlazy (constructed mutant)",
+        about: "the RCU read section is left before legitimizing: the grace period ends and the \
+                killed dentry is freed under the walker's lockref get",
+        code: bug(Bug::UnlazyLeavesRcuFirst),
+    },
+    Variant {
+        name: "legitimize-gets-dead",
+        expected: Expected::Violates("no_dead_ref"),
+        witness: "kill-vs-walk",
+        kernel: "fs/namei.c:__legitimize_path (constructed mutant)",
+        about: "lockref_get instead of lockref_get_not_dead: a reference resurrects a dentry \
+                dentry_kill has marked dead",
+        code: bug(Bug::LegitimizeGetsDead),
+    },
+    Variant {
+        name: "unlazy-keeps-ungrabbed-path",
+        expected: Expected::Violates("refs_exact"),
+        witness: "kill-vs-walk",
+        kernel: "fs/namei.c:__legitimize_path (constructed mutant of the NULLing convention)",
+        about: "a dentry whose reference was not taken is left in nd->path: terminate_walk puts \
+                a reference the walk never held",
+        code: bug(Bug::UnlazyKeepsUngrabbedPath),
+    },
+    Variant {
+        name: "rcu-lookup-takes-ref",
+        expected: Expected::Violates("rcu_mode"),
+        witness: "rename-vs-walk",
+        kernel: "fs/namei.c:lookup_fast (constructed mutant)",
+        about: "the RCU branch takes a reference on the child it found: a refcount write while \
+                lazy, outside legitimization",
+        code: bug(Bug::RcuLookupTakesRef),
+    },
+    Variant {
+        name: "rcu-miss-skips-unlazy",
+        expected: Expected::Violates("might_sleep"),
+        witness: "rename-vs-walk",
+        kernel: "fs/namei.c:lookup_fast (constructed mutant)",
+        about: "a dcache miss in RCU mode falls back to lookup_slow without try_to_unlazy: the \
+                parent's i_rwsem is taken inside the RCU read section",
+        code: bug(Bug::RcuMissSkipsUnlazy),
+    },
+    Variant {
+        name: "no-ref-walk-restart",
+        expected: Expected::Violates("no_echild"),
+        witness: "rename-vs-walk",
+        kernel: "fs/namei.c:filename_lookup (constructed mutant)",
+        about: "-ECHILD from the lazy attempt is returned instead of restarting in ref-walk: a \
+                concurrency artefact becomes a user-visible error",
+        code: bug(Bug::NoRefWalkRestart),
+    },
+];
+
+/// What the invariants read.
+pub struct World {
+    pub vfs: Vfs,
+}
+
+type Inv = Invariant<Check<World>>;
+
+const INVARIANTS: &[Inv] = &[
+    Invariant {
+        name: "no_echild",
+        about: "L6: -ECHILD (and -EAGAIN without LOOKUP_CACHED) never reaches the caller",
+        check: Check::End(no_echild),
+    },
+    Invariant {
+        name: "walk_linearizable",
+        about: "L3: a lookup returns what resolving its path would, each component in the \
+                namespace of some instant before it returned, instants in order (the ghost \
+                namespace the adversaries keep; instants before its start count, as nothing \
+                orders the walker after them)",
+        check: Check::End(walk_linearizable),
+    },
+    Invariant {
+        name: "snapshot_valid",
+        about: "L3: a successful try_to_unlazy hands over a view that was current at one instant \
+                (the kernel's BUG_ON(nd->inode != d_inode): raised at the legitimization)",
+        check: Check::Raised,
+    },
+    Invariant {
+        name: "no_dead_ref",
+        about: "L2: no reference is taken on a dead dentry (raised where it is taken)",
+        check: Check::Raised,
+    },
+    Invariant {
+        name: "refs_exact",
+        about: "L4: no reference is put that its holder does not hold (raised at the put); at the \
+                end every dentry's and mount's count equals the references held on it and no task \
+                holds any",
+        check: Check::End(refs_exact),
+    },
+    Invariant {
+        name: "rcu_mode",
+        about: "L5: while LOOKUP_RCU is set the walk writes no refcount outside legitimization \
+                (raised; sleeping in RCU mode is might_sleep)",
+        check: Check::Raised,
+    },
+    Invariant {
+        name: "sync_umount",
+        about: "a synchronous umount that returned 0 did the final mntput itself: no walker kept \
+                a reference it did not count",
+        check: Check::End(sync_umount),
+    },
+];
+
+/// The `unlazy` model.
+pub struct Unlazy;
+
+impl Spec for Unlazy {
+    type Code = Flavor;
+    type Plan = Plan;
+    type State = World;
+
+    const NAME: &'static str = "unlazy";
+    const ABOUT: &'static str =
+        "fs/namei.c RCU-walk → ref-walk: try_to_unlazy*, legitimize_*, d_seq, mount_lock, lockref (v7.3 merge window)";
+    const LIMITS: &'static [&'static str] = &[
+        "one walker and one actor thread (plus the RCU grace-period kthread): loom allows four",
+        "no dentry operations (d_revalidate, d_hash, d_compare) and no permission failures \
+         (may_lookup grants): the -ECHILD paths they take are not exercised",
+        "no automounts, d_manage, atime updates or LSM hooks; symlink bodies are relative and \
+         inline",
+        "renames never replace an existing name; umount is synchronous (no MNT_DETACH), one \
+         mount deep, with no propagation",
+        "inodes are never freed; fs->root and fs->pwd never change (no chroot/chdir races)",
+        "one dcache hash chain per name: no collisions between names",
+        "rename_lock's r_seq is sampled but only scoped lookups consume it, and none runs",
+    ];
+
+    fn variants() -> &'static [Variant<Flavor>] {
+        VARIANTS
+    }
+    fn scenarios() -> &'static [ScenarioRow<Plan>] {
+        SCENARIOS
+    }
+    fn invariants() -> &'static [Inv] {
+        INVARIANTS
+    }
+
+    fn execute(flavor: Flavor, plan: &Plan, watch: &Watch<Self>) {
+        let world = Arc::new(World {
+            vfs: Vfs::build(flavor.vfs, plan.tree),
+        });
+        watch.start(&world);
+        let (w, walker) = (world.clone(), plan.walker);
+        let t0 = exec::spawn("walker", move || {
+            let t = Task::new("walker", Context::Task);
+            walk(&w.vfs, &t, flavor, walker);
+        });
+        let (w, ops) = (world.clone(), plan.actor);
+        let t1 = exec::spawn("actor", move || {
+            let t = Task::new("actor", Context::Task);
+            for op in ops {
+                act(&w.vfs, &t, *op);
+            }
+        });
+        let gp = plan.gp_kthread.then(|| {
+            let w = world.clone();
+            exec::spawn("rcu_gp", move || {
+                let t = Task::new("rcu_gp", Context::Kthread);
+                w.vfs.rcu.gp_kthread(&t);
+            })
+        });
+        t0.join();
+        t1.join();
+        world.vfs.rcu.stop_gp_kthread();
+        if let Some(h) = gp {
+            h.join();
+        }
+        let main = Task::new("main", Context::Task);
+        world.vfs.rcu.rcu_barrier(&main);
+        watch.finish("main", &world);
+    }
+
+    fn render(w: &World) -> String {
+        render(&w.vfs)
+    }
+
+    fn needs(v: &Variant<Flavor>) -> &'static [Need] {
+        const WEAK: &[Need] = &[Need::WeakMemory(
+            "a missing barrier: shuttle's sequentially consistent atomics cannot show it",
+        )];
+        match (v.code.vfs, v.code.bug) {
+            (Some(VfsBug::UmountMissingMb | VfsBug::DgetParentPointerRecheck), _)
+            | (_, Some(Bug::PositivityNoAcquire)) => WEAK,
+            _ => &[],
+        }
+    }
+}
+
+/// The walker: one lookup, then the references it returned put back.
+fn walk(vfs: &Vfs, t: &Task, flavor: Flavor, walker: Walker) {
+    let (path, lazy_first) = match walker {
+        Walker::Lookup(p) => (p, true),
+        Walker::RefWalk(p) => (p, false),
+    };
+    let name = Filename::new(path);
+    let r = if lazy_first {
+        filename_lookup(vfs, t, flavor, &name)
+    } else {
+        ref_walk_lookup(vfs, t, flavor, &name)
+    };
+    if let Ok(p) = r {
+        path_put(vfs, t, p);
+    }
+}
+
+/// One namespace change by the actor.
+fn act(vfs: &Vfs, t: &Task, op: Op) {
+    match op {
+        Op::Rename(from, to) => vfs.vfs_rename(t, &components(from), &components(to)),
+        Op::Unlink(p) => vfs.vfs_unlink(t, &components(p)),
+        Op::Mkdir(p) => vfs.vfs_create(t, &components(p), Kind::Dir),
+        Op::Create(p) => vfs.vfs_create(t, &components(p), Kind::Reg),
+        Op::Kill(p) => vfs.invalidate_and_put(t, &components(p)),
+        Op::Umount(p) => {
+            let _ = vfs.path_umount(t, &components(p));
+        }
+    }
+}
+
+fn show_outcome(r: &Result<u64, Errno>) -> String {
+    match r {
+        Ok(0) => "a NULL inode".to_string(),
+        Ok(i) => format!("inode#{i}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn walk_linearizable(w: &World) -> Result<(), String> {
+    let history = w.vfs.ns_history();
+    for l in w.vfs.lookups().iter() {
+        let Some(r) = l.result else { continue };
+        // Every version up to the lookup's end, not only those after its
+        // start: nothing orders the walker after the adversary's earlier
+        // changes (no happens-before edge), so on weak memory a walk that
+        // starts later may still consistently see an older namespace.
+        let window = &history[..=l.last];
+        let allowed = outcomes(window, l.start, &l.path);
+        if !allowed.contains(&r) {
+            let allowed: Vec<String> = allowed.iter().map(show_outcome).collect();
+            return Err(format!(
+                "{} resolved {} to {}, but a walk during it could only give {}",
+                l.thread,
+                path_text(l),
+                show_outcome(&r),
+                allowed.join(" or ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn path_text(l: &Lookup) -> String {
+    let parts: Vec<&str> = l
+        .path
+        .iter()
+        .map(|&c| {
+            if c == vfsmc_model::vfs::namespace::DOTDOT {
+                ".."
+            } else {
+                vfsmc_model::vfs::name_of(c)
+            }
+        })
+        .collect();
+    let root = if l.absolute { "/" } else { "" };
+    format!("{root}{}", parts.join("/"))
+}
+
+fn refs_exact(w: &World) -> Result<(), String> {
+    let vfs = &w.vfs;
+    for holder in ["walker", "actor"] {
+        let held = vfs.refs.held_by(vfsmc_model::trace::intern(holder));
+        if !held.is_empty() {
+            return Err(format!("{holder} ends holding {held:?}"));
+        }
+    }
+    let mut broken = None;
+    vfs.dentries.each(|d, state, de| {
+        let live = matches!(state, vfsmc_model::kernel::rcu::ObjState::Live { .. });
+        let count = de.count();
+        let held = vfs.refs.count(Obj::Dentry(d));
+        let ok = !live || (count < 0 && held == 0) || count == held as i32;
+        if !ok && broken.is_none() {
+            broken = Some(format!(
+                "{} has count {count} but {held} reference(s) are held on it",
+                de.label
+            ));
+        }
+    });
+    if let Some(b) = broken {
+        return Err(b);
+    }
+    vfs.mounts.each(|m, state, mnt| {
+        let live = matches!(state, vfsmc_model::kernel::rcu::ObjState::Live { .. });
+        let count = mnt.mnt_count.value_at_quiescence();
+        let held = u64::from(vfs.refs.count(Obj::Mount(m)));
+        if live && count != held && broken.is_none() {
+            broken = Some(format!(
+                "{} has mnt_count {count} but {held} reference(s) are held on it",
+                mnt.label
+            ));
+        }
+    });
+    broken.map_or(Ok(()), Err)
+}
+
+fn no_echild(w: &World) -> Result<(), String> {
+    for l in w.vfs.lookups().iter() {
+        if let Some(Err(e @ (Errno::ECHILD | Errno::EAGAIN))) = l.result {
+            return Err(format!(
+                "{}'s lookup of {} returned {e}, an artefact of the lazy walk",
+                l.thread,
+                path_text(l)
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn sync_umount(w: &World) -> Result<(), String> {
+    for u in w.vfs.umounts().iter() {
+        if u.result.is_err() {
+            continue;
+        }
+        let by: Option<Name> = w.vfs.mount(u.mount).final_put();
+        if by != Some(u.thread) {
+            return Err(format!(
+                "umount(2) by {} returned 0, but the final mntput of {} was done by {}",
+                u.thread,
+                w.vfs.mount(u.mount).label,
+                by.unwrap_or("nobody (still referenced)")
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn render(vfs: &Vfs) -> String {
+    let mut lines = Vec::new();
+    let mut dentries = Vec::new();
+    vfs.dentries.each(|d, state, de| {
+        let life = match state {
+            vfsmc_model::kernel::rcu::ObjState::Live { .. } => "",
+            vfsmc_model::kernel::rcu::ObjState::Freed { .. } => " freed",
+        };
+        dentries.push(format!(
+            "{}#{d}({} count {} inode {}{}{life})",
+            de.label,
+            vfsmc_model::vfs::name_of(de.d_name.peek()),
+            de.count(),
+            de.d_inode.peek(),
+            if de.hashed.peek() != 0 {
+                ""
+            } else {
+                " unhashed"
+            }
+        ));
+    });
+    lines.push(format!("dentries: {}", dentries.join(" ")));
+    let refs: Vec<String> = vfs
+        .refs
+        .entries()
+        .iter()
+        .filter(|(h, _, _)| ["walker", "actor"].contains(h))
+        .map(|(h, o, n)| format!("{h}:{o:?}x{n}"))
+        .collect();
+    lines.push(format!(
+        "held: {}",
+        if refs.is_empty() {
+            "-".to_string()
+        } else {
+            refs.join(" ")
+        }
+    ));
+    lines.join("\n")
+}
