@@ -48,6 +48,11 @@ fn shortest_trace_per_invariant() {
 }
 
 #[test]
+fn shortest_trace_per_variant() {
+    common::variant_snapshots("primitives");
+}
+
+#[test]
 fn corpus_replays() {
     common::corpus("primitives");
 }

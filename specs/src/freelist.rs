@@ -462,10 +462,7 @@ fn run_program(slub: &Slub, c: &OnCpu, name: &str, setup: &Setup, ops: &[Op]) {
         .filter(|(_, who)| who == name)
         .map(|(o, _)| *o)
         .collect();
-    for (i, op) in ops.iter().enumerate() {
-        if i > 0 {
-            c.window();
-        }
+    for op in ops {
         match op {
             Op::Alloc => {
                 let got = if c.context() == Context::Nmi {
@@ -536,12 +533,14 @@ fn execute(variant: Code, plan: &Plan, watch: &Watch<Freelist>) {
     for h in handles {
         h.join();
     }
-    drain(&world.slub, &cpus);
+    drain(&world.slub, cpus.len());
     watch.finish("drain", &world);
 }
 
-/// Before `no_stranded` is judged: on every CPU, allocate until NULL.
-fn drain(slub: &Slub, cpus: &Cpus) {
+/// Before `no_stranded` is judged: on every CPU, allocate until NULL (on a
+/// quiet machine of its own: no migration is pending there).
+fn drain(slub: &Slub, ncpus: usize) {
+    let cpus = Cpus::new(ncpus);
     let t = Task::new("drain", Context::Task);
     let _f = t.enter("final_drain");
     for cpu in 0..cpus.len() {

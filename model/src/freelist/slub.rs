@@ -28,11 +28,9 @@ impl Slub {
             let cpu = c.this_cpu();
             let kc = &self.cpus[cpu];
             let tid = kc.read_tid(c);
-            c.window();
             let object = kc.read_freelist(c);
             let seen = self.ops_on(cpu);
             if object == NULL {
-                c.window();
                 return self.__slab_alloc(c);
             }
             if self.pop_freelist_fast(c, cpu, (object, seen), (tid, self.next_tid(tid))) {
@@ -57,9 +55,7 @@ impl Slub {
         tids: (u64, u64),
     ) -> bool {
         self.hold(c, object, Holder::InHand);
-        c.window();
         let next = self.get_freepointer_safe(c, object);
-        c.window();
         if self.ops_on(c.this_cpu()) != seen || c.this_cpu() != cpu {
             c.tracepoint("interrupted-alloc-fastpath");
         }
@@ -68,7 +64,6 @@ impl Slub {
         }
         self.unhold(c, object, Holder::InHand);
         c.tracepoint("cmpxchg-retry");
-        c.window();
         false
     }
 
@@ -82,7 +77,6 @@ impl Slub {
             let cpu = c.this_cpu();
             let kc = &self.cpus[cpu];
             let tid = kc.read_tid(c);
-            c.window();
             if self.slab_of[obj as usize] != kc.slab {
                 self.__slab_free(c, obj);
                 return;
@@ -107,9 +101,7 @@ impl Slub {
         tids: (u64, u64),
     ) -> bool {
         let head = self.cpus[cpu].read_freelist(c);
-        c.window();
         self.set_freepointer(c, obj, head);
-        c.window();
         if c.this_cpu() != cpu {
             c.tracepoint("migrated-in-free-fastpath");
         }
@@ -117,7 +109,6 @@ impl Slub {
             return true;
         }
         c.tracepoint("cmpxchg-retry");
-        c.window();
         false
     }
 
@@ -135,7 +126,6 @@ impl Slub {
             if slab.pair.cmpxchg_double(c, (head, inuse), (obj, inuse - 1)) {
                 return;
             }
-            c.window();
         }
     }
 
@@ -157,7 +147,6 @@ impl Slub {
             for &o in &taken {
                 self.unhold(c, o, Holder::InHand);
             }
-            c.window();
         }
     }
 
@@ -172,12 +161,9 @@ impl Slub {
         let cpu = c.this_cpu();
         let kc = &self.cpus[cpu];
         self.local_lock_irqsave(c, cpu);
-        c.window();
         let mut freelist = kc.read_freelist(c);
-        c.window();
         if freelist == NULL {
             freelist = self.get_freelist(c, kc.slab);
-            c.window();
         } else {
             self.hold(c, freelist, Holder::InHand);
         }
@@ -187,16 +173,13 @@ impl Slub {
         }
         c.tracepoint("load-freelist");
         let next = self.get_freepointer_safe(c, freelist);
-        c.window();
         kc.write_freelist(c, next);
         for o in self.chain_from(next) {
             self.unhold(c, o, Holder::InHand);
         }
-        c.window();
         if self.variant != Variant::LoadFreelistNoTid {
             let tid = kc.read_tid(c);
             kc.write_tid(c, self.next_tid(tid));
-            c.window();
         }
         self.local_unlock_irqrestore(c, cpu);
         self.handed_out(c, freelist);

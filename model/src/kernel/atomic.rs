@@ -1,6 +1,6 @@
 //! Marked accesses, atomics and barriers with the kernel's ordering classes,
 //! mapped onto C11 (tools/memory-model/Documentation/explanation.txt,
-//! Documentation/atomic_t.txt, v6.12).
+//! Documentation/atomic_t.txt; the semantics of brief §7.12).
 //!
 //! Every [`Atomic`] carries a ghost copy of the value its latest executed
 //! store wrote, which specs read with [`Atomic::peek`] without an engine
@@ -10,7 +10,7 @@
 //!
 //! | kernel | here | vs LKMM | error direction |
 //! |---|---|---|---|
-//! | `READ_ONCE` / `WRITE_ONCE` | `Relaxed` load / store | same (single-copy atomic, unordered) | exact |
+//! | `READ_ONCE` / `WRITE_ONCE` | `Relaxed` load / store | both single-copy atomic and otherwise unordered, but LKMM orders a `READ_ONCE` that heads an address dependency before the access through the pointer it loaded; `Relaxed` does not | weaker: may raise a **false alarm** where code relies on an address dependency from a `READ_ONCE` (such loads use [`Atomic::rcu_dereference`], an acquire load) |
 //! | `smp_load_acquire` / `smp_store_release` | `Acquire` / `Release` | same for the accesses involved; LKMM release is not cumulative the way C11 release sequences are extended by RMWs | exact for our patterns |
 //! | `rcu_dereference` | `Acquire` load | LKMM orders only accesses *dependent* on the loaded pointer; acquire orders every later access | stronger: may **miss** a bug that needs a broken dependency |
 //! | `rcu_assign_pointer` | `Release` store | same | exact |
@@ -21,7 +21,9 @@
 //! | failed `cmpxchg` | a `Relaxed` load (the fenced RMW runs only when the load saw the expected value; if the word changes in between, the failure is fenced) | unordered in both | exact, except that rare fenced failure (stronger) |
 //! | `smp_mb__after_atomic` / `smp_mb__after_spinlock` | `fence(SeqCst)` | full barrier after the RMW or lock | exact |
 //! | non-value-returning RMW (`atomic_inc`, `set_bit`) and `_relaxed` forms | `Relaxed` RMW | same | exact |
-//! | control dependencies (LKMM orders load→dependent store) | not modelled | C11 has no control dependencies | weaker: may raise a **false alarm** on load-buffering shapes; none of our models relies on one |
+//! | control dependencies (LKMM orders a load before a store that depends on it through a branch) | not modelled | C11 has none, which alone would be weaker; but the engines never produce load buffering (loom reads only stores that already ran, shuttle is sequentially consistent), the only outcome a control dependency forbids | stronger in practice: may **miss** a bug where a control dependency is missing (an LB shape); the litmus tests that need load buffering are `#[ignore]`d |
+//! | `this_cpu_cmpxchg` / `this_cpu_try_cmpxchg128` (no LOCK) | a `Relaxed` load and store with no interrupt or preemption point between them (`Atomic::cas_this_cpu`) | atomic against the local CPU only, unordered | exact: a same-CPU handler cannot split it; a write by another CPU between the load and the store is lost |
+//! | regions with preemption or IRQs disabled (a held spinlock) as RCU read-side critical sections (v4.20+) | the task's RCU-sched word, a read-modify-write at each entry and exit, and one by every grace period (`kernel::task`, `kernel::rcu`) | the kernel's grace period waits for a quiescent state of every CPU | exact for the RCU guarantee; it synchronises the grace period with the region's own task only, and orders nothing for a task no grace period looks at |
 //! | `barrier()` | nothing | compiler-only | exact for cross-thread reasoning; same-CPU IRQ code sees program order by construction (`kernel::percpu`) |
 
 use std::sync::atomic::AtomicU64 as GhostU64;
@@ -85,6 +87,7 @@ impl Atomic {
     }
 
     fn load(&self, t: &Task, o: Ordering, how: &'static str) -> u64 {
+        t.engine_op();
         let _s = atomic_section();
         let v = self.word.load(o);
         t.step(Effect::Load {
@@ -104,6 +107,7 @@ impl Atomic {
     }
 
     fn store(&self, t: &Task, v: u64, o: Ordering) {
+        t.engine_op();
         let _s = atomic_section();
         let old = self.peek();
         self.word.store(v, o);
@@ -142,6 +146,7 @@ impl Atomic {
     /// A plain `x += d` by the only writer (serialised by a lock or by
     /// running on the owning CPU): a load and a store, recorded as one step.
     pub fn nonatomic_add(&self, t: &Task, d: u64) -> u64 {
+        t.engine_op();
         let _s = atomic_section();
         let old = self.word.load(Ordering::Relaxed);
         let v = old.wrapping_add(d);
@@ -171,6 +176,7 @@ impl Atomic {
         op: impl FnOnce(&sync::AtomicU64, Ordering) -> u64,
         new: impl Fn(u64) -> u64,
     ) -> u64 {
+        t.engine_op();
         let _s = atomic_section();
         t.cost(Counter::AtomicRmw, 1);
         if full {
@@ -281,6 +287,7 @@ impl Atomic {
         what: &'static str,
         counter: Counter,
     ) -> u64 {
+        t.engine_op();
         let _s = atomic_section();
         t.cost(counter, 1);
         if full {
@@ -309,6 +316,35 @@ impl Atomic {
         }
         self.cas_step(t, what, old, new, r);
         r.unwrap_or_else(|seen| seen)
+    }
+
+    /// A compare-and-exchange that is atomic only against the code of the
+    /// caller's own CPU (`this_cpu_cmpxchg` and its double-width form, no
+    /// LOCK prefix): a load, a comparison and a store, with no interrupt or
+    /// preemption point between them (the caller keeps its CPU), but
+    /// nothing keeps another CPU from writing the word in between, whose
+    /// update the store then overwrites. Unordered. Returns the value found.
+    pub(crate) fn cas_this_cpu(
+        &self,
+        t: &Task,
+        old: u64,
+        new: u64,
+        what: &'static str,
+        counter: Counter,
+    ) -> u64 {
+        t.engine_op();
+        let _s = atomic_section();
+        t.cost(counter, 1);
+        let seen = self.word.load(Ordering::Relaxed);
+        let r = if seen == old {
+            self.word.store(new, Ordering::Relaxed);
+            self.set_ghost(new);
+            Ok(seen)
+        } else {
+            Err(seen)
+        };
+        self.cas_step(t, what, old, new, r);
+        seen
     }
 
     fn cas_step(&self, t: &Task, op: &'static str, old: u64, new: u64, r: Result<u64, u64>) {
@@ -349,6 +385,7 @@ impl Atomic {
 }
 
 fn barrier_step(t: &Task, o: Ordering, what: &'static str) {
+    t.engine_op();
     let _s = atomic_section();
     sync::fence(o);
     t.step(Effect::Fence(what));

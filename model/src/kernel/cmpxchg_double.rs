@@ -1,6 +1,9 @@
-//! Double-width compare-and-exchange (cmpxchg16b / `try_cmpxchg128`,
-//! `this_cpu_try_cmpxchg128`; arch/x86/include/asm/cmpxchg_64.h,
-//! mm/slab.h `freelist_aba_t`, v6.12).
+//! Double-width compare-and-exchange on a `freelist_aba_t` pair, as
+//! mm/slub.c (v6.18) uses it: `try_cmpxchg_freelist` on a slab's
+//! `{freelist, counters}` (`__update_freelist_fast`) and
+//! `this_cpu_try_cmpxchg_freelist` on a CPU's `{freelist, tid}`
+//! (`__update_cpu_freelist_fast`); on x86-64, cmpxchg16b with and without
+//! the LOCK prefix (brief §7.11; the arch headers were not re-read).
 //!
 //! Two adjacent words are compared with expected values and, if both match,
 //! replaced indivisibly. loom has no `AtomicU128` (tokio-rs/loom#387), so the
@@ -11,9 +14,16 @@
 //! Two forms: the LOCK-prefixed [`DoubleWord::cmpxchg_double`] is atomic
 //! across CPUs and fully ordered (a value-returning atomic); the `this_cpu`
 //! form [`DoubleWord::this_cpu_cmpxchg_double`] is atomic only against the
-//! local CPU (interrupts cannot split it) and implies no barrier. Only code
-//! running on the owning CPU may use it on a per-CPU pair; that discipline is
-//! the model's, as in the kernel.
+//! local CPU (interrupts cannot split it) and implies no barrier: it is a
+//! load and a store with no interrupt point between them, so a write by
+//! another CPU in between is lost. Only code running on the owning CPU may
+//! use it on a per-CPU pair; that discipline is the model's, as in the
+//! kernel, and breaking it shows as a lost update.
+//!
+//! The two words are separate in the kernel (`c->freelist`, `c->tid`): a
+//! plain store of one ([`DoubleWord::write_lo`]) keeps the other half as the
+//! latest store left it, so it never undoes another writer's update of the
+//! other word.
 
 use super::atomic::Atomic;
 use crate::exec::Counter;
@@ -112,16 +122,13 @@ impl DoubleWord {
     }
 
     /// this_cpu_try_cmpxchg128 (no LOCK prefix): atomic against the local
-    /// CPU only, no ordering.
+    /// CPU only (no interrupt of this CPU can split it), no ordering. Another
+    /// CPU writing the pair between its load and its store loses its update:
+    /// only the owning CPU may use it on a per-CPU pair, as in the kernel.
     pub fn this_cpu_cmpxchg_double(&self, t: &Task, old: (u64, u64), new: (u64, u64)) -> bool {
         let (o, n) = (self.pack(old.0, old.1), self.pack(new.0, new.1));
-        self.word.cas(
-            t,
-            false,
-            o,
-            n,
-            "this_cpu_cmpxchg_double",
-            Counter::CmpxchgDouble,
-        ) == o
+        self.word
+            .cas_this_cpu(t, o, n, "this_cpu_cmpxchg_double", Counter::CmpxchgDouble)
+            == o
     }
 }
