@@ -65,7 +65,7 @@ impl Slub {
                 self.handed_out(c, o);
                 Some(o)
             }
-            None => self.__slab_alloc(c),
+            None => self.__slab_alloc(c, true).ok().flatten(),
         }
     }
 
@@ -108,7 +108,7 @@ impl Slub {
         loop {
             let cpu = c.this_cpu();
             let kc = &self.cpus[cpu];
-            if self.slab_of[obj as usize] != kc.slab {
+            if Some(self.slab_of[obj as usize]) != kc.read_slab(c) {
                 self.__slab_free(c, obj);
                 break;
             }

@@ -82,6 +82,13 @@ impl Atomic {
         self.word.load(Ordering::Relaxed)
     }
 
+    /// A load that records no step and is no interrupt point: for a waiter
+    /// that already left its CPU (`Task::sleep`) re-checking its condition
+    /// under the lock of its wait queue.
+    pub(crate) fn load_unrecorded(&self, o: Ordering) -> u64 {
+        self.word.load(o)
+    }
+
     fn set_ghost(&self, v: u64) {
         self.ghost.store(v, Ordering::SeqCst);
     }
@@ -122,6 +129,47 @@ impl Atomic {
     /// WRITE_ONCE: a single-copy-atomic store, no ordering.
     pub fn write_once(&self, t: &Task, v: u64) {
         self.store(t, v, Ordering::Relaxed)
+    }
+    /// WRITE_ONCE of part of the word: the value stored is `f` of the word
+    /// as the latest store left it, taken after the interrupt point before
+    /// the store (so a same-CPU handler's update of the other part is kept,
+    /// as it is when the parts are separate words).
+    /// The step shows the part as `part` says (its name and how to show its
+    /// value in the word), or the whole word.
+    pub(crate) fn write_once_update(
+        &self,
+        t: &Task,
+        f: impl FnOnce(u64) -> u64,
+        part: Option<(Name, &dyn Fn(u64) -> Val)>,
+    ) {
+        t.engine_op();
+        let _s = atomic_section();
+        let old = self.peek();
+        let v = f(old);
+        self.word.store(v, Ordering::Relaxed);
+        self.set_ghost(v);
+        match part {
+            Some((var, show)) => t.step(Effect::Store {
+                var,
+                old: show(old),
+                new: show(v),
+            }),
+            None => self.stored(t, old, v),
+        }
+    }
+
+    /// READ_ONCE of part of the word: the step shows `var` with the value
+    /// `show` picks out of the word.
+    pub(crate) fn read_once_part(&self, t: &Task, var: Name, show: &dyn Fn(u64) -> Val) -> u64 {
+        t.engine_op();
+        let _s = atomic_section();
+        let v = self.word.load(Ordering::Relaxed);
+        t.step(Effect::Load {
+            how: "READ_ONCE",
+            var,
+            val: show(v),
+        });
+        v
     }
     /// smp_load_acquire.
     pub fn load_acquire(&self, t: &Task) -> u64 {
@@ -361,6 +409,11 @@ impl Atomic {
     /// cmpxchg: fully ordered; returns the value found (success iff == old).
     pub fn cmpxchg(&self, t: &Task, old: u64, new: u64) -> u64 {
         self.cas(t, true, old, new, "cmpxchg", Counter::AtomicRmw)
+    }
+    /// this_cpu_cmpxchg: atomic against the local CPU only, unordered (see
+    /// `cas_this_cpu`); returns the value found.
+    pub fn this_cpu_cmpxchg(&self, t: &Task, old: u64, new: u64) -> u64 {
+        self.cas_this_cpu(t, old, new, "this_cpu_cmpxchg", Counter::AtomicRmw)
     }
     /// cmpxchg_relaxed: unordered; returns the value found.
     pub fn cmpxchg_relaxed(&self, t: &Task, old: u64, new: u64) -> u64 {

@@ -212,7 +212,10 @@ impl CpuSeat {
     /// At a preemption point: when the scheduler asked for it, the task
     /// leaves its CPU and resumes on the requested one. True if it moved.
     fn maybe_migrate(&self, t: &Task, cpu: usize) -> bool {
-        if self.machine.cpus.len() < 2 || self.kind != (Kind::Task { pinned: false }) {
+        if self.machine.cpus.len() < 2
+            || self.kind != (Kind::Task { pinned: false })
+            || t.migrate_disabled()
+        {
             return false;
         }
         let to = self.machine.migrate_to.load(Ordering::Acquire);
@@ -248,6 +251,24 @@ impl Seat for CpuSeat {
                 }
             }
         }
+    }
+
+    fn sleep(&self, t: &Task, wait: &mut dyn FnMut()) {
+        assert!(
+            matches!(self.kind, Kind::Task { .. }) && t.preempt_count() == 0 && !t.irqs_disabled(),
+            "only a preemptible task may sleep"
+        );
+        self.sleep_inner(t, wait);
+    }
+}
+
+impl CpuSeat {
+    fn sleep_inner(&self, t: &Task, wait: &mut dyn FnMut()) {
+        let cpu = t.cpu().expect("a seated task has a CPU");
+        let tokens = self.kind.tokens();
+        self.release(tokens);
+        wait();
+        self.take(cpu, tokens);
     }
 }
 
@@ -314,6 +335,21 @@ impl<'a> OnCpu<'a> {
     pub fn preempt_enable(&self) {
         self.task
             .set_preempt_count(self.task.preempt_count().saturating_sub(1));
+        self.window();
+    }
+
+    /// migrate_disable: the task stays on this CPU but stays preemptible
+    /// (another task of the CPU may run at its preemption points).
+    pub fn migrate_disable(&self) {
+        self.window();
+        self.task
+            .set_migrate_disabled(self.task.migrate_disabled_depth() + 1);
+    }
+
+    /// migrate_enable: a preemption point where the task may move again.
+    pub fn migrate_enable(&self) {
+        self.task
+            .set_migrate_disabled(self.task.migrate_disabled_depth().saturating_sub(1));
         self.window();
     }
 

@@ -35,6 +35,9 @@ struct Held {
 /// preemption enabled, a preemption point.
 pub(crate) trait Seat {
     fn engine_op(&self, t: &Task);
+    /// The task sleeps: it leaves its CPU while `wait` blocks, then takes
+    /// it back.
+    fn sleep(&self, t: &Task, wait: &mut dyn FnMut());
 }
 
 /// A logical thread of the model: its name (the trace column), context, CPU
@@ -49,6 +52,9 @@ pub struct Task {
     rcu_depth: Cell<u32>,
     irqs_off: Cell<u32>,
     preempt_count: Cell<u32>,
+    /// migrate_disable depth: the task stays on its CPU but stays
+    /// preemptible.
+    migrate_disabled: Cell<u32>,
     nonblock: Cell<bool>,
     /// The CPU seat while the task runs on a CPU, consulted by every
     /// primitive before its engine operation ([`Task::engine_op`]).
@@ -84,6 +90,7 @@ impl Task {
             rcu_depth: Cell::new(0),
             irqs_off: Cell::new(0),
             preempt_count: Cell::new(0),
+            migrate_disabled: Cell::new(0),
             nonblock: Cell::new(false),
             seat: RefCell::new(None),
             sched_rcu,
@@ -128,6 +135,21 @@ impl Task {
     pub(crate) fn engine_op(&self) {
         if let Some(seat) = self.seat.borrow().as_ref() {
             seat.engine_op(self);
+        }
+    }
+
+    /// Blocks in `wait` the way a task sleeps: a task on a CPU leaves it
+    /// meanwhile (another task of the CPU, or the one it waits for, runs).
+    pub(crate) fn sleep(&self, wait: impl FnOnce()) {
+        let mut wait = Some(wait);
+        let mut run = || {
+            if let Some(w) = wait.take() {
+                w();
+            }
+        };
+        match self.seat.borrow().as_ref() {
+            Some(seat) => seat.sleep(self, &mut run),
+            None => run(),
         }
     }
 
@@ -222,6 +244,17 @@ impl Task {
         let was = self.in_sched_region();
         self.preempt_count.set(n);
         self.sched_region_changed(was);
+    }
+
+    /// Whether migrate_disable is in effect.
+    pub fn migrate_disabled(&self) -> bool {
+        self.migrate_disabled.get() > 0
+    }
+    pub(crate) fn set_migrate_disabled(&self, n: u32) {
+        self.migrate_disabled.set(n);
+    }
+    pub(crate) fn migrate_disabled_depth(&self) -> u32 {
+        self.migrate_disabled.get()
     }
 
     /// Whether preemption or IRQs are disabled: an RCU read-side critical
