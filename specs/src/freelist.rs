@@ -469,7 +469,7 @@ impl Spec for Freelist {
         "no slab is discarded: the node never reaches min_partial partial slabs",
         "the irq_work that frees kfree_nolock's deferred objects (and defer_deactivate_slab's slabs) runs at quiescence, not at the next IRQ-enable",
         "no kprobe or tracepoint re-entry (BPF) into ___slab_alloc's callees: __slab_alloc's -EBUSY for kmalloc_nolock is modelled but no scenario reaches it",
-        "CONFIG_PREEMPT_RT's local lock is a spinning lock that yields its CPU, not a sleeping rt_mutex with priority inheritance; RT scenarios have tasks only (no hardirq or NMI allocations, which RT refuses)",
+        "CONFIG_PREEMPT_RT's local lock: a waiter sleeps off its CPU until the holder releases it, without priority inheritance; RT scenarios have tasks only (no hardirq or NMI allocations, which RT refuses)",
     ];
 
     fn variants() -> &'static [Variant<Code>] {
