@@ -48,6 +48,26 @@ fn shortest_trace_per_invariant() {
 }
 
 #[test]
+fn shortest_trace_per_variant() {
+    common::variant_snapshots("primitives");
+}
+
+#[test]
 fn corpus_replays() {
     common::corpus("primitives");
+}
+
+/// The deep tier: the same registry on the scenarios kept out of the PR tier
+/// (higher loom bounds), every holding variant proved there.
+#[test]
+#[ignore = "deep tier: minutes of loom; run with --ignored"]
+fn verdict_table_loom_deep() {
+    let m = common::model("primitives");
+    let checks = vfsmc::check::registry_checks_in(m, EngineKind::Loom, vfsmc_specs::Tier::Deep);
+    let table = vfsmc::check::verdict_table(checks);
+    assert!(
+        table.disagreements.is_empty(),
+        "{}",
+        table.disagreements.join("\n")
+    );
 }

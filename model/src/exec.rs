@@ -120,11 +120,24 @@ pub(crate) struct State {
     pub reached: Vec<&'static str>,
     pub costs: Vec<(&'static str, OpCost)>,
     pub lock_edges: Vec<LockEdge>,
+    /// The RCU-sched words (`kernel::task`) of this execution, created when
+    /// it starts, before any thread: every thread's later accesses happen
+    /// after their creation.
+    pub sched_rcu: Vec<Arc<sync::AtomicU64>>,
+    /// The trace column of each task that claimed a word, in word order.
+    pub sched_rcu_owners: Vec<u8>,
     pub frozen: bool,
 }
 
+/// Tasks one execution may create: more than any scenario has.
+const MAX_TASKS: usize = 12;
+
 impl State {
     fn reset(&mut self) {
+        self.sched_rcu.clear();
+        self.sched_rcu
+            .extend((0..MAX_TASKS).map(|_| Arc::new(sync::AtomicU64::new(0))));
+        self.sched_rcu_owners.clear();
         self.threads.clear();
         self.steps.clear();
         self.violation = None;
@@ -188,6 +201,8 @@ impl Exec {
             reached: Vec::with_capacity(16),
             costs: Vec::with_capacity(16),
             lock_edges: Vec::with_capacity(32),
+            sched_rcu: Vec::with_capacity(MAX_TASKS),
+            sched_rcu_owners: Vec::with_capacity(MAX_TASKS),
             frozen: false,
         };
         Exec(Arc::new(Inner {
@@ -295,6 +310,36 @@ pub fn atomic_section() -> Section {
     }
     SECTION_DEPTH.with(|d| d.set(d.get() + 1));
     Section(Some(exec))
+}
+
+/// The next unclaimed RCU-sched word (`kernel::task`) of this execution,
+/// now owned by the task in trace column `column`.
+///
+/// # Panics
+/// When an execution creates more tasks than [`MAX_TASKS`].
+pub(crate) fn claim_sched_rcu(column: u8) -> Arc<sync::AtomicU64> {
+    with_current(|e| {
+        e.with_state(|s| {
+            let i = s.sched_rcu_owners.len();
+            assert!(
+                i < MAX_TASKS,
+                "more than {MAX_TASKS} tasks in one execution"
+            );
+            s.sched_rcu_owners.push(column);
+            s.sched_rcu[i].clone()
+        })
+    })
+}
+
+/// Every RCU-sched word of this execution, claimed or not: a word claimed
+/// later is one a grace period must order itself against as well.
+pub(crate) fn sched_rcu_words() -> Vec<Arc<sync::AtomicU64>> {
+    with_current(|e| e.with_state(|s| s.sched_rcu.clone()))
+}
+
+/// The trace column of the task that claimed RCU-sched word `i`, if any.
+pub(crate) fn sched_rcu_owner(i: usize) -> Option<u8> {
+    with_current(|e| e.with_state(|s| s.sched_rcu_owners.get(i).copied()))
 }
 
 /// Registers an invariant checked after every step of this execution. It must

@@ -165,6 +165,57 @@ impl Default for Mutex {
     }
 }
 
+/// A condition variable paired with a [`Mutex`]: a thread that waits is
+/// blocked (not spinning) until another notifies it, so an engine may run it
+/// at any later point. No spurious wake-ups are modelled; callers re-check
+/// their condition anyway.
+pub enum Condvar {
+    Loom(loom::sync::Condvar),
+    Shuttle(shuttle::sync::Condvar),
+    Std(std::sync::Condvar),
+}
+
+impl Condvar {
+    pub fn new() -> Self {
+        match backend() {
+            Backend::Loom => Self::Loom(loom::sync::Condvar::new()),
+            Backend::Shuttle => Self::Shuttle(shuttle::sync::Condvar::new()),
+            Backend::Std => Self::Std(std::sync::Condvar::new()),
+        }
+    }
+
+    /// Releases `guard`'s mutex, blocks until notified, re-takes it.
+    pub fn wait<'a>(&self, guard: MutexGuard<'a>) -> MutexGuard<'a> {
+        match (self, guard) {
+            (Self::Loom(c), MutexGuard::Loom(g)) => {
+                MutexGuard::Loom(c.wait(g).unwrap_or_else(|p| p.into_inner()))
+            }
+            (Self::Shuttle(c), MutexGuard::Shuttle(g)) => {
+                MutexGuard::Shuttle(c.wait(g).unwrap_or_else(|p| p.into_inner()))
+            }
+            (Self::Std(c), MutexGuard::Std(g)) => {
+                MutexGuard::Std(c.wait(g).unwrap_or_else(|p| p.into_inner()))
+            }
+            _ => unreachable!("a condition variable and its mutex share one backend"),
+        }
+    }
+
+    /// Wakes every waiter.
+    pub fn notify_all(&self) {
+        match self {
+            Self::Loom(c) => c.notify_all(),
+            Self::Shuttle(c) => c.notify_all(),
+            Self::Std(c) => c.notify_all(),
+        }
+    }
+}
+
+impl Default for Condvar {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// A model thread's handle.
 pub enum JoinHandle<T> {
     Loom(loom::thread::JoinHandle<T>),

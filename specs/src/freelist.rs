@@ -1,15 +1,21 @@
 //! The `freelist` model's registry, scenarios, invariants and multiset
-//! reference: SLUB's per-CPU `{freelist, tid}` (mm/slub.c, v6.12) and
-//! Mateusz Guzik's 8-byte proposal (15 Aug 2024).
+//! reference: SLUB's per-CPU `{freelist, tid}` as of the v6.18 merge
+//! (mm/slub.c, f6db358deaea) and Mateusz Guzik's 8-byte proposal
+//! (15 Aug 2024).
 //!
-//! Contexts: a task per CPU that allocates and frees, a same-CPU interrupt
-//! handler that runs a short alloc/free program at any point where the task
-//! has IRQs enabled, an NMI that calls `kmalloc_nolock`, and preemption with
-//! migration to the other CPU (requested by the driver thread).
+//! Contexts: tasks on CPUs (two may share one: preemption), a same-CPU
+//! interrupt handler that runs a short program at any instant where the task
+//! it interrupts has IRQs enabled, an NMI that calls `kmalloc_nolock` and
+//! `kfree_nolock` (inside an IRQ handler too), the flush as a work item on
+//! the CPU's kworker (process context, preemptible, pinned), and migration to
+//! another CPU (requested by the driver thread). No scenario places an
+//! interrupt point: every engine operation of a task on a CPU is one.
 //!
 //! Invariants read the allocator by reference: lists walked through the
-//! objects' free pointers (fixed-size [`Chain`]s), tids, and the ghost
-//! record of who holds which object.
+//! objects' free pointers (fixed-size [`Chain`]s), the slabs' states, tids,
+//! and the ghost record of who holds which object. Where a CPU's local lock
+//! is held, its fields may be half updated, and only what a lockless reader
+//! can rely on is judged.
 
 use std::sync::{Arc, Mutex};
 
@@ -32,15 +38,23 @@ const VARIANTS: &[Variant<Code>] = &[
         name: "classic",
         expected: Expected::Holds,
         witness: "",
-        kernel: "mm/slub.c:__slab_alloc_node, do_slab_free, ___slab_alloc (v6.12); kmalloc_nolock (v6.18)",
-        about: "tid + CPU-local double-width cmpxchg, CPU-unique tids, slow path under the local lock",
+        kernel: "mm/slub.c:__slab_alloc_node, do_slab_free, ___slab_alloc, flush_cpu_slab, deactivate_slab, __slab_free, kmalloc_nolock, kfree_nolock (v6.18 merge f6db358deaea, !PREEMPT_RT, no CPU partial slabs)",
+        about: "tid + CPU-local double-width cmpxchg, c->slab read after the tid, slow path under the local lock with its reread_slab check, flush as a work item, NMI allocations refused and NMI frees deferred while the local lock is held",
         code: Code::Classic,
+    },
+    Variant {
+        name: "preempt-rt",
+        expected: Expected::Holds,
+        witness: "",
+        kernel: "mm/slub.c (v6.18 merge f6db358deaea) with CONFIG_PREEMPT_RT: USE_LOCKLESS_FAST_PATH() false",
+        about: "both fast paths take the local lock, a per-CPU sleeping lock that leaves preemption and IRQs on; the slow path runs with migration disabled",
+        code: Code::PreemptRt,
     },
     Variant {
         name: "pointer-only",
         expected: Expected::Violates("no_double_alloc"),
         witness: "irq",
-        kernel: "mm/slub.c:__update_cpu_freelist_fast (v6.12) without the tid (the ABA of the seed thread)",
+        kernel: "mm/slub.c:__update_cpu_freelist_fast (v6.18) without the tid (constructed mutant: the ABA of the seed thread)",
         about: "the cmpxchg compares the freelist pointer only: IRQ allocs A, allocs B, frees A; the stale CAS succeeds",
         code: Code::PointerOnly,
     },
@@ -48,15 +62,15 @@ const VARIANTS: &[Variant<Code>] = &[
         name: "shared-tid",
         expected: Expected::Violates("freelist_integrity"),
         witness: "migrate",
-        kernel: "mm/slub.c:TID_STEP, init_tid (v6.12) with the !CONFIG_PREEMPTION encoding on a preemptible kernel",
-        about: "tids are not CPU-unique: a migrated free's cmpxchg lands on the other CPU's equal pair",
+        kernel: "mm/slub.c:TID_STEP (v6.18) at its !CONFIG_PREEMPTION value 1 on a preemptible kernel, init_tid(cpu) = cpu as always (constructed mutant)",
+        about: "with a step of 1, CPU 0's tid reaches CPU 1's starting tid: a migrated free's cmpxchg lands on the other CPU's equal pair",
         code: Code::SharedTid,
     },
     Variant {
         name: "load-freelist-no-tid",
         expected: Expected::Violates("tid_monotonic"),
         witness: "slowpath",
-        kernel: "mm/slub.c:___slab_alloc label load_freelist (v6.12) without next_tid",
+        kernel: "mm/slub.c:___slab_alloc label load_freelist (v6.18) without next_tid (constructed mutant)",
         about: "the slow path replaces c->freelist but leaves c->tid as it was",
         code: Code::LoadFreelistNoTid,
     },
@@ -64,24 +78,72 @@ const VARIANTS: &[Variant<Code>] = &[
         name: "flush-no-tid",
         expected: Expected::Violates("tid_monotonic"),
         witness: "flush",
-        kernel: "mm/slub.c:flush_slab (v6.12) without next_tid",
-        about: "a flush IPI empties c->freelist and leaves c->tid as it was",
+        kernel: "mm/slub.c:flush_slab (v6.18) without next_tid (constructed mutant)",
+        about: "the flush work item takes c->slab and c->freelist away and leaves c->tid as it was",
         code: Code::FlushNoTid,
+    },
+    Variant {
+        name: "get-freelist-null-keeps-tid",
+        expected: Expected::Violates("tid_monotonic"),
+        witness: "exhausted",
+        kernel: "mm/slub.c:___slab_alloc (v6.18): the get_freelist-NULL path without next_tid (constructed mutant)",
+        about: "the slow path finds its slab exhausted and sets c->slab to NULL without a new tid: a free that read the old slab could still succeed onto a CPU that has no slab",
+        code: Code::GetFreelistNullKeepsTid,
+    },
+    Variant {
+        name: "free-reads-slab-before-tid",
+        expected: Expected::Violates("freelist_integrity"),
+        witness: "deactivate",
+        kernel: "mm/slub.c:do_slab_free (v6.18) reading c->slab before c->tid, against the order its barrier() comment requires (constructed mutant)",
+        about: "the free sees the old slab, then the flush work and an IRQ's slow path install another slab, then it reads the new tid: its cmpxchg puts an object of the old slab on the new slab's freelist",
+        code: Code::FreeReadsSlabBeforeTid,
+    },
+    Variant {
+        name: "rt-slowpath-skips-slab-recheck",
+        expected: Expected::Violates("slab_state"),
+        witness: "refill-flush",
+        kernel: "mm/slub.c:___slab_alloc (v6.18, CONFIG_PREEMPT_RT) without the check of c->slab under the local lock (no goto reread_slab; constructed mutant)",
+        about: "the preemptible slow path read c->slab, the flush work deactivated that slab onto the node's partial list, and the slow path takes its freelist anyway: a slab frozen for a CPU that is still on the partial list",
+        code: Code::RtSlowpathSkipsSlabRecheck,
+    },
+    Variant {
+        name: "prefetch-loads-next-early",
+        expected: Expected::Violates("no_wild_pointer"),
+        witness: "two-tasks",
+        kernel: "mm/slub.c:__slab_alloc_node (v6.18) with prefetch_freepointer(next) turned into a load before __update_cpu_freelist_fast (constructed mutant)",
+        about: "get_freepointer_safe may return garbage, from an object a preempting task allocated and wrote meanwhile: loading through it before the cmpxchg validated it dereferences garbage",
+        code: Code::PrefetchLoadsNextEarly,
     },
     Variant {
         name: "nolock-no-lock-check",
         expected: Expected::Violates("no_double_alloc"),
         witness: "nmi",
-        kernel: "mm/slub.c:kmalloc_nolock (v6.18) without the local_lock_is_locked check (brief 5.5.5)",
+        kernel: "mm/slub.c:kmalloc_nolock (v6.18) without the in_nmi() local_lock_is_locked check (brief 5.5.5)",
         about: "an NMI's fast path pops the object the interrupted slow path is about to return",
         code: Code::NolockNoLockCheck,
     },
     Variant {
+        name: "kfree-nolock-no-defer",
+        expected: Expected::Violates("conservation"),
+        witness: "kfree-nolock",
+        kernel: "mm/slub.c:do_slab_free (v6.18) for kfree_nolock without the in_nmi() local_lock_is_locked check that defers the free (constructed mutant)",
+        about: "an NMI pushes its object onto c->freelist inside the slow path, between its read of the freelist and its store: the store loses the object",
+        code: Code::KfreeNolockNoDefer,
+    },
+    Variant {
+        name: "rt-lockless-fast-path",
+        expected: Expected::Violates("freelist_integrity"),
+        witness: "rt",
+        kernel: "mm/slub.c (v6.18) on CONFIG_PREEMPT_RT with USE_LOCKLESS_FAST_PATH() true (constructed mutant)",
+        about: "on PREEMPT_RT the slow path holds a lock that leaves preemption on: a preempting task's lockless free lands on c->freelist after the preempted slow path found it empty, and the slow path drops the slab under it",
+        code: Code::RtLocklessFastPath,
+    },
+    Variant {
         name: "guzik-8byte",
-        expected: Expected::Holds,
-        witness: "",
-        kernel: "Guzik, linux-fsdevel 15 Aug 2024 (proposal, unmerged): pending marker, IRQ fallback list",
-        about: "8-byte cmpxchg; marker saved/restored; preemption off in fast paths; drain with IRQs off",
+        expected: Expected::Violates("freelist_integrity"),
+        witness: "deactivate",
+        kernel: "Guzik, linux-fsdevel 15 Aug 2024 (proposal, unmerged): pending marker, IRQ fallback list, on mm/slub.c v6.18's slow path",
+        about: "8-byte cmpxchg; marker saved/restored; preemption off in fast paths; drain with IRQs off. No tid, so a free's cmpxchg cannot see c->slab change under it: an IRQ's slow path exhausts the slab and adopts another, and the free puts its object of the old slab on the new slab's freelist",
         code: Code::Guzik8Byte,
     },
     Variant {
@@ -137,8 +199,17 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         plan: |_| Plan::named("irq"),
     },
     Scenario {
+        name: "two-tasks",
+        about: "1 CPU, 3 objects on c->freelist; task T0: alloc, free; task T1 on the same CPU (preemption): alloc, write it, alloc, free the first",
+        goals: &["interrupted-alloc-fastpath", "cmpxchg-retry"],
+        loom_bound: Some(3),
+        generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("two-tasks"),
+    },
+    Scenario {
         name: "slowpath",
-        about: "1 CPU, empty c->freelist, 3 objects on the slab; task: alloc, alloc; IRQ: alloc, free",
+        about: "1 CPU, empty c->freelist, 3 objects on the CPU's slab; task: alloc, alloc; IRQ: alloc, free",
         goals: &["load-freelist", "interrupted-alloc-fastpath"],
         loom_bound: None,
         generated: false,
@@ -147,27 +218,90 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
     },
     Scenario {
         name: "flush",
-        about: "1 CPU, 3 objects on c->freelist; task: alloc, free, alloc; a flush IPI (flush_cpu_slab)",
-        goals: &["interrupted-alloc-fastpath", "cmpxchg-retry", "load-freelist"],
-        loom_bound: None,
+        about: "1 CPU, 3 objects on c->freelist; task: alloc, free, alloc; the flush work item on the CPU's kworker (flush_cpu_slab), after which the slab is adopted again from the node's partial list",
+        goals: &["interrupted-alloc-fastpath", "cmpxchg-retry", "adopt-partial"],
+        loom_bound: Some(3),
         generated: false,
         tier: Tier::Pr,
         plan: |_| Plan::named("flush"),
     },
     Scenario {
+        name: "refill-flush",
+        about: "PREEMPT_RT, 1 CPU, empty c->freelist, 2 objects on the CPU's slab; task: alloc (its slow path is preemptible); the flush work item on the CPU's kworker",
+        goals: &["reread-slab", "adopt-partial", "load-freelist"],
+        loom_bound: Some(3),
+        generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("refill-flush"),
+    },
+    Scenario {
+        name: "deactivate",
+        about: "1 CPU: slab0 (obj2 on c->freelist, obj1 held by the task), slab1 (obj3) on the node's partial list; task: free obj1; the flush work item; IRQ: alloc, alloc (the second finds slab0 exhausted and adopts slab1)",
+        goals: &["remote-free", "adopt-partial", "slab-exhausted"],
+        loom_bound: Some(3),
+        generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("deactivate"),
+    },
+    Scenario {
+        name: "exhausted",
+        about: "1 CPU: slab0's objects all allocated (obj1 held by the IRQ), slab1 (obj2) on the node's partial list; task: alloc (finds slab0 exhausted, drops it, adopts slab1); IRQ: free obj1",
+        goals: &["slab-exhausted", "adopt-partial", "remote-free"],
+        loom_bound: None,
+        generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("exhausted"),
+    },
+    Scenario {
+        name: "adopt",
+        about: "2 CPUs: cpu0's slab0 (2 objects on c->freelist), cpu1 without a slab; cpu0's flush work item deactivates slab0 onto the node's partial list; task on cpu0: alloc; task on cpu1: alloc (adopts slab0)",
+        goals: &["adopt-partial"],
+        loom_bound: Some(2),
+        generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("adopt"),
+    },
+    Scenario {
         name: "nmi",
         about: "1 CPU, empty c->freelist, 1 object on the slab; task: alloc; IRQ: free its object; NMI: kmalloc_nolock",
         goals: &["nmi-inside-slowpath", "load-freelist"],
-        loom_bound: None,
+        loom_bound: Some(3),
         generated: false,
         tier: Tier::Pr,
         plan: |_| Plan::named("nmi"),
     },
     Scenario {
-        name: "migrate",
-        about: "2 CPUs, 1 object each; task on cpu0: alloc, free; IRQ on cpu1: alloc; migration to cpu1",
-        goals: &["remote-free"],
+        name: "kfree-nolock",
+        about: "1 CPU, empty c->freelist, 1 object on the slab; task: alloc; NMI: kfree_nolock its object (deferred while the task is inside the slow path)",
+        goals: &["defer-free", "load-freelist"],
         loom_bound: None,
+        generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("kfree-nolock"),
+    },
+    Scenario {
+        name: "nmi-in-irq",
+        about: "1 CPU, empty c->freelist, 1 object on the slab; IRQ: alloc (slow path); NMI landing in the IRQ handler: kfree_nolock its object, then kmalloc_nolock",
+        goals: &["nmi-inside-slowpath", "defer-free"],
+        loom_bound: None,
+        generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("nmi-in-irq"),
+    },
+    Scenario {
+        name: "rt",
+        about: "1 CPU, empty c->freelist and slab; task T0: alloc; task T1 on the same CPU: free its object, alloc",
+        goals: &["load-freelist"],
+        loom_bound: Some(3),
+        generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("rt"),
+    },
+    Scenario {
+        name: "migrate",
+        about: "2 CPUs: obj1 on cpu0's c->freelist, cpu1's c->freelist empty and obj2 on its slab; task on cpu0: alloc, free; IRQ on cpu1: alloc; migration to cpu1",
+        goals: &["remote-free"],
+        loom_bound: Some(4),
         generated: false,
         tier: Tier::Pr,
         plan: |_| Plan::named("migrate"),
@@ -191,6 +325,69 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         plan: |_| Plan::named("guzik-nmi"),
     },
     Scenario {
+        name: "two-tasks-deep",
+        about: "two-tasks at preemption bound 4 (deep tier)",
+        goals: &["interrupted-alloc-fastpath", "cmpxchg-retry"],
+        loom_bound: Some(4),
+        generated: false,
+        tier: Tier::Deep,
+        plan: |_| Plan::named("two-tasks"),
+    },
+    Scenario {
+        name: "flush-deep",
+        about: "flush at preemption bound 4 (deep tier)",
+        goals: &["interrupted-alloc-fastpath", "cmpxchg-retry", "adopt-partial"],
+        loom_bound: Some(4),
+        generated: false,
+        tier: Tier::Deep,
+        plan: |_| Plan::named("flush"),
+    },
+    Scenario {
+        name: "deactivate-deep",
+        about: "deactivate at preemption bound 4 (deep tier: 460k loom executions)",
+        goals: &["remote-free", "adopt-partial", "slab-exhausted"],
+        loom_bound: Some(4),
+        generated: false,
+        tier: Tier::Deep,
+        plan: |_| Plan::named("deactivate"),
+    },
+    Scenario {
+        name: "adopt-deep",
+        about: "adopt at preemption bound 3 (deep tier)",
+        goals: &["adopt-partial"],
+        loom_bound: Some(3),
+        generated: false,
+        tier: Tier::Deep,
+        plan: |_| Plan::named("adopt"),
+    },
+    Scenario {
+        name: "nmi-deep",
+        about: "nmi at preemption bound 4 (deep tier)",
+        goals: &["nmi-inside-slowpath", "load-freelist"],
+        loom_bound: Some(4),
+        generated: false,
+        tier: Tier::Deep,
+        plan: |_| Plan::named("nmi"),
+    },
+    Scenario {
+        name: "rt-deep",
+        about: "rt at preemption bound 4 (deep tier)",
+        goals: &["load-freelist"],
+        loom_bound: Some(4),
+        generated: false,
+        tier: Tier::Deep,
+        plan: |_| Plan::named("rt"),
+    },
+    Scenario {
+        name: "refill-flush-deep",
+        about: "refill-flush at preemption bound 4 (deep tier)",
+        goals: &["reread-slab", "adopt-partial", "load-freelist"],
+        loom_bound: Some(4),
+        generated: false,
+        tier: Tier::Deep,
+        plan: |_| Plan::named("refill-flush"),
+    },
+    Scenario {
         name: "generated",
         about: "1 CPU + IRQ, 2-4 objects on c->freelist, programs of <= 3 ops each, from input bytes",
         goals: &[],
@@ -209,32 +406,45 @@ const INVARIANTS: &[Invariant<Check<World>>] = &[
     },
     Invariant {
         name: "conservation",
-        about: "every object is on a list (freelists, slab freelists, fallback lists) or held: none lost",
+        about: "every object is on a list (CPU, slab, fallback and deferred lists) or held: none lost",
         check: Check::Step(conservation),
     },
     Invariant {
         name: "freelist_integrity",
-        about: "each list is acyclic, on at most one list, and holds only objects of its CPU's slab (S2)",
+        about: "each list is acyclic, links only objects, is disjoint from the others, and holds only objects of its slab; an unlocked CPU's freelist holds only objects of its c->slab, none without one (S2)",
         check: Check::Step(freelist_integrity),
     },
     Invariant {
+        name: "slab_state",
+        about: "an unlocked CPU's c->slab is frozen, no slab is two CPUs' c->slab, and no frozen slab is on the node's partial list",
+        check: Check::Step(slab_state),
+    },
+    Invariant {
         name: "tid_monotonic",
-        about: "c->tid never decreases, and every change of c->freelist comes with a larger tid (S3)",
+        about: "an unlocked CPU's c->tid never decreases, and every change of its c->freelist or c->slab comes with a larger tid (S3)",
         check: Check::Step(tid_monotonic),
     },
     Invariant {
+        name: "no_wild_pointer",
+        about: "nothing dereferences as an object a value that is none (garbage read speculatively from an allocated object); raised where it happens (S6)",
+        check: Check::Raised,
+    },
+    Invariant {
         name: "no_stranded",
-        about: "after the threads finish, allocating until NULL on every CPU returns every free object (S7)",
+        about: "after the threads finish and deferred frees run, allocating until NULL on every CPU returns every free object (S7)",
         check: Check::End(no_stranded),
     },
 ];
 
-/// What the invariants read: the allocator, and the last `{head, tid}`
-/// seen per CPU (for `tid_monotonic`).
+/// A CPU's `{freelist head, c->slab, tid}` as `tid_monotonic` last saw it.
+type Seen = (u64, Option<usize>, u64);
+
+/// What the invariants read: the allocator, and the last `{head, slab, tid}`
+/// seen per unlocked CPU (for `tid_monotonic`).
 pub struct World {
     pub slub: Slub,
-    last: Mutex<Vec<Option<(u64, u64)>>>,
-    /// The lists, walked once per step for the three checks that read them.
+    last: Mutex<Vec<Option<Seen>>>,
+    /// The lists, walked once per step for the checks that read them.
     lists: PerStep<Lists>,
 }
 
@@ -251,7 +461,16 @@ impl Spec for Freelist {
 
     const NAME: &'static str = "freelist";
     const ABOUT: &'static str =
-        "mm/slub.c per-CPU ABA-safe freelist {freelist, tid} and Guzik's 8-byte proposal";
+        "mm/slub.c per-CPU ABA-safe freelist {freelist, tid} (v6.18) and Guzik's 8-byte proposal";
+
+    const LIMITS: &'static [&'static str] = &[
+        "no page allocator: a slow path that finds no partial slab returns NULL (new_slab never succeeds)",
+        "built without CONFIG_SLUB_CPU_PARTIAL; no NUMA or pfmemalloc mismatch; no debug caches; no sheaves",
+        "no slab is discarded: the node never reaches min_partial partial slabs",
+        "the irq_work that frees kfree_nolock's deferred objects (and defer_deactivate_slab's slabs) runs at quiescence, not at the next IRQ-enable",
+        "no kprobe or tracepoint re-entry (BPF) into ___slab_alloc's callees: __slab_alloc's -EBUSY for kmalloc_nolock is modelled but no scenario reaches it",
+        "CONFIG_PREEMPT_RT's local lock: a waiter sleeps off its CPU until the holder releases it, without priority inheritance; RT scenarios have tasks only (no hardirq or NMI allocations, which RT refuses)",
+    ];
 
     fn variants() -> &'static [Variant<Code>] {
         VARIANTS
@@ -271,17 +490,27 @@ impl Spec for Freelist {
         w.slub.render()
     }
 
-    /// The kernel's design runs without the proposal's fallback list and the
-    /// proposal is checked in the contexts its mail covers (task, IRQ,
-    /// preemption; NMIs did not allocate in 2024: `guzik-nmi` is a witness
-    /// only).
+    /// The kernel's design runs without the proposal's fallback list, the
+    /// proposal in the contexts its mail covers (task, IRQ, preemption; NMIs
+    /// did not allocate in 2024: `guzik-nmi` is a witness only), and
+    /// PREEMPT_RT with tasks only (it refuses allocations from hardirq and
+    /// NMI, its IRQ handlers are threads, and it has no lockless fast path
+    /// whose races the other scenarios aim at); `refill-flush` needs a slow
+    /// path that can be preempted, which only PREEMPT_RT has. The proposal
+    /// keeps preemption off in its fast paths, so the scenarios whose goal
+    /// is a task preempting a fast path do not apply to it. A deep-tier row
+    /// applies where its PR-tier scenario does.
     fn applies(code: Code, scenario: &'static str) -> bool {
         let guzik = code.is_guzik();
-        match scenario {
-            "nmi" => !guzik,
+        let rt = code.preempt_rt();
+        match scenario.strip_suffix("-deep").unwrap_or(scenario) {
+            "rt" | "adopt" => !guzik,
+            "two-tasks" | "flush" => !guzik && !rt,
+            "refill-flush" => rt,
+            "nmi" | "kfree-nolock" | "nmi-in-irq" => !guzik && !rt,
             "guzik-drain" => guzik,
             "guzik-nmi" => false,
-            _ => true,
+            _ => !rt,
         }
     }
 }
@@ -289,27 +518,43 @@ impl Spec for Freelist {
 /// One operation of a thread's program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Arbitrary)]
 pub enum Op {
+    /// kmem_cache_alloc (kmalloc_nolock from NMI).
     Alloc,
-    /// Free the oldest object this thread holds (nothing if none).
+    /// The caller writes the newest object it holds, over the word that held
+    /// its free pointer (nothing if it holds none).
+    Write,
+    /// Free the oldest object this thread holds (nothing if none);
+    /// kfree_nolock from NMI.
     FreeOldest,
     /// Free the newest object this thread holds (nothing if none).
     FreeNewest,
-    /// Flush this CPU's slab (`flush_cpu_slab`, as the IPI of
-    /// `flush_all` runs it).
+    /// Flush this CPU's slab (`flush_cpu_slab`, the work item `flush_all`
+    /// queues on each CPU).
     Flush,
 }
 
 impl Op {
-    /// What generated scenarios draw from: allocations and frees.
-    pub const ALL: [Op; 3] = [Op::Alloc, Op::FreeOldest, Op::FreeNewest];
+    /// What generated scenarios draw from: allocations, writes and frees.
+    pub const ALL: [Op; 4] = [Op::Alloc, Op::Write, Op::FreeOldest, Op::FreeNewest];
 }
 
 /// Who runs a program, and where.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Actor {
-    Task { cpu: usize },
-    Irq { cpu: usize },
-    Nmi { cpu: usize },
+    Task {
+        cpu: usize,
+    },
+    /// The CPU's kworker running work items of a per-CPU workqueue
+    /// (`flushwq`).
+    Work {
+        cpu: usize,
+    },
+    Irq {
+        cpu: usize,
+    },
+    Nmi {
+        cpu: usize,
+    },
 }
 
 /// A scenario made concrete: the initial state, the threads' programs and
@@ -321,12 +566,14 @@ pub struct Plan {
     pub migrate_to: Option<usize>,
 }
 
+/// One CPU with slab0 frozen for it and `objects` objects on its freelist.
 fn one_cpu(objects: u64) -> Setup {
     Setup {
         slab_of: vec![0; objects as usize + 1],
-        cpu_slab: vec![0],
+        cpu_slab: vec![Some(0)],
         cpu_freelist: vec![(1..=objects).collect()],
         slab_freelist: vec![vec![]],
+        node_partial: vec![],
         irq_freelist: vec![vec![]],
         owned: vec![],
     }
@@ -336,80 +583,167 @@ impl Plan {
     /// The plan of a hand-written scenario.
     pub fn named(name: &str) -> Plan {
         use Op::*;
-        let task = |ops: Vec<Op>| ("T0".to_string(), Actor::Task { cpu: 0 }, ops);
+        let task = |n: &str, cpu: usize, ops: Vec<Op>| (n.to_string(), Actor::Task { cpu }, ops);
         let irq = |cpu: usize, ops: Vec<Op>| (format!("irq{cpu}"), Actor::Irq { cpu }, ops);
+        let nmi = |cpu: usize, ops: Vec<Op>| (format!("nmi{cpu}"), Actor::Nmi { cpu }, ops);
+        let kworker = |cpu: usize| (format!("kworker{cpu}"), Actor::Work { cpu }, vec![Flush]);
+        let plan = |setup: Setup, threads| Plan {
+            setup,
+            threads,
+            migrate_to: None,
+        };
         match name {
-            "irq" => Plan {
-                setup: one_cpu(3),
-                threads: vec![
-                    task(vec![Alloc, FreeNewest]),
+            "irq" => plan(
+                one_cpu(3),
+                vec![
+                    task("T0", 0, vec![Alloc, FreeNewest]),
                     irq(0, vec![Alloc, Alloc, FreeOldest]),
                 ],
-                migrate_to: None,
-            },
-            "slowpath" => Plan {
-                setup: Setup {
+            ),
+            "two-tasks" => plan(
+                one_cpu(3),
+                vec![
+                    task("T0", 0, vec![Alloc, FreeNewest]),
+                    task("T1", 0, vec![Alloc, Write, Alloc, FreeOldest]),
+                ],
+            ),
+            "slowpath" => plan(
+                Setup {
                     cpu_freelist: vec![vec![]],
                     slab_freelist: vec![vec![1, 2, 3]],
                     ..one_cpu(3)
                 },
-                threads: vec![task(vec![Alloc, Alloc]), irq(0, vec![Alloc, FreeNewest])],
-                migrate_to: None,
-            },
-            "flush" => Plan {
-                setup: one_cpu(3),
-                threads: vec![task(vec![Alloc, FreeNewest, Alloc]), irq(0, vec![Flush])],
-                migrate_to: None,
-            },
-            "nmi" => Plan {
-                setup: Setup {
+                vec![
+                    task("T0", 0, vec![Alloc, Alloc]),
+                    irq(0, vec![Alloc, FreeNewest]),
+                ],
+            ),
+            "flush" => plan(
+                one_cpu(3),
+                vec![task("T0", 0, vec![Alloc, FreeNewest, Alloc]), kworker(0)],
+            ),
+            "refill-flush" => plan(
+                Setup {
+                    cpu_freelist: vec![vec![]],
+                    slab_freelist: vec![vec![1, 2]],
+                    ..one_cpu(2)
+                },
+                vec![task("T0", 0, vec![Alloc]), kworker(0)],
+            ),
+            "deactivate" => plan(
+                Setup {
+                    slab_of: vec![0, 0, 0, 1],
+                    cpu_slab: vec![Some(0)],
+                    cpu_freelist: vec![vec![2]],
+                    slab_freelist: vec![vec![], vec![3]],
+                    node_partial: vec![1],
+                    irq_freelist: vec![vec![]],
+                    owned: vec![(1, "T0".to_string())],
+                },
+                vec![
+                    task("T0", 0, vec![FreeOldest]),
+                    kworker(0),
+                    irq(0, vec![Alloc, Alloc]),
+                ],
+            ),
+            "exhausted" => plan(
+                Setup {
+                    slab_of: vec![0, 0, 1],
+                    cpu_slab: vec![Some(0)],
+                    cpu_freelist: vec![vec![]],
+                    slab_freelist: vec![vec![], vec![2]],
+                    node_partial: vec![1],
+                    irq_freelist: vec![vec![]],
+                    owned: vec![(1, "irq0".to_string())],
+                },
+                vec![task("T0", 0, vec![Alloc]), irq(0, vec![FreeOldest])],
+            ),
+            "adopt" => plan(
+                Setup {
+                    cpu_slab: vec![Some(0), None],
+                    cpu_freelist: vec![vec![1, 2], vec![]],
+                    irq_freelist: vec![vec![], vec![]],
+                    ..one_cpu(2)
+                },
+                vec![
+                    kworker(0),
+                    task("T0", 0, vec![Alloc]),
+                    task("T1", 1, vec![Alloc]),
+                ],
+            ),
+            "nmi" => plan(
+                Setup {
                     cpu_freelist: vec![vec![]],
                     slab_freelist: vec![vec![2]],
                     owned: vec![(1, "irq0".to_string())],
                     ..one_cpu(2)
                 },
-                threads: vec![
-                    task(vec![Alloc]),
+                vec![
+                    task("T0", 0, vec![Alloc]),
                     irq(0, vec![FreeOldest]),
-                    ("nmi0".to_string(), Actor::Nmi { cpu: 0 }, vec![Alloc]),
+                    nmi(0, vec![Alloc]),
                 ],
-                migrate_to: None,
-            },
+            ),
+            "kfree-nolock" => plan(
+                Setup {
+                    cpu_freelist: vec![vec![]],
+                    slab_freelist: vec![vec![1]],
+                    owned: vec![(2, "nmi0".to_string())],
+                    ..one_cpu(2)
+                },
+                vec![task("T0", 0, vec![Alloc]), nmi(0, vec![FreeOldest])],
+            ),
+            "nmi-in-irq" => plan(
+                Setup {
+                    cpu_freelist: vec![vec![]],
+                    slab_freelist: vec![vec![1]],
+                    owned: vec![(2, "nmi0".to_string())],
+                    ..one_cpu(2)
+                },
+                vec![irq(0, vec![Alloc]), nmi(0, vec![FreeOldest, Alloc])],
+            ),
+            "rt" => plan(
+                Setup {
+                    cpu_freelist: vec![vec![]],
+                    owned: vec![(1, "T1".to_string())],
+                    ..one_cpu(1)
+                },
+                vec![
+                    task("T0", 0, vec![Alloc]),
+                    task("T1", 0, vec![FreeOldest, Alloc]),
+                ],
+            ),
             "migrate" => Plan {
                 setup: Setup {
                     slab_of: vec![0, 0, 1],
-                    cpu_slab: vec![0, 1],
-                    cpu_freelist: vec![vec![1], vec![2]],
-                    slab_freelist: vec![vec![], vec![]],
+                    cpu_slab: vec![Some(0), Some(1)],
+                    cpu_freelist: vec![vec![1], vec![]],
+                    slab_freelist: vec![vec![], vec![2]],
+                    node_partial: vec![],
                     irq_freelist: vec![vec![], vec![]],
                     owned: vec![],
                 },
-                threads: vec![task(vec![Alloc, FreeNewest]), irq(1, vec![Alloc])],
+                threads: vec![task("T0", 0, vec![Alloc, FreeNewest]), irq(1, vec![Alloc])],
                 migrate_to: Some(1),
             },
-            "guzik-drain" => Plan {
-                setup: Setup {
+            "guzik-drain" => plan(
+                Setup {
                     cpu_freelist: vec![vec![]],
                     irq_freelist: vec![vec![1, 2]],
                     owned: vec![(3, "irq0".to_string())],
                     ..one_cpu(3)
                 },
-                threads: vec![task(vec![Alloc]), irq(0, vec![FreeOldest])],
-                migrate_to: None,
-            },
-            "guzik-nmi" => Plan {
-                setup: Setup {
+                vec![task("T0", 0, vec![Alloc]), irq(0, vec![FreeOldest])],
+            ),
+            "guzik-nmi" => plan(
+                Setup {
                     cpu_freelist: vec![vec![]],
                     irq_freelist: vec![vec![1]],
                     slab_freelist: vec![vec![2]],
                     ..one_cpu(2)
                 },
-                threads: vec![
-                    task(vec![Alloc]),
-                    ("nmi0".to_string(), Actor::Nmi { cpu: 0 }, vec![Alloc]),
-                ],
-                migrate_to: None,
-            },
+                vec![task("T0", 0, vec![Alloc]), nmi(0, vec![Alloc])],
+            ),
             other => panic!("freelist: unknown scenario {other}"),
         }
     }
@@ -420,7 +754,8 @@ impl Plan {
     pub fn generated(input: &[u8]) -> Plan {
         let mut u = Unstructured::new(input);
         let objects = u.int_in_range(2..=4).unwrap_or(2);
-        // A free with nothing to free would be a no-op: it allocates instead.
+        // A write or free with nothing held would be a no-op: it allocates
+        // instead.
         let mut ops = || -> Vec<Op> {
             let n = u.int_in_range(1..=3).unwrap_or(1);
             let mut held = 0usize;
@@ -434,6 +769,7 @@ impl Plan {
                         held += 1;
                         Op::Alloc
                     }
+                    Op::Write => Op::Write,
                     free => {
                         held -= 1;
                         free
@@ -462,18 +798,21 @@ fn run_program(slub: &Slub, c: &OnCpu, name: &str, setup: &Setup, ops: &[Op]) {
         .filter(|(_, who)| who == name)
         .map(|(o, _)| *o)
         .collect();
-    for (i, op) in ops.iter().enumerate() {
-        if i > 0 {
-            c.window();
-        }
+    let nmi = c.context() == Context::Nmi;
+    for op in ops {
         match op {
             Op::Alloc => {
-                let got = if c.context() == Context::Nmi {
+                let got = if nmi {
                     slub.kmalloc_nolock(c)
                 } else {
                     slub.kmem_cache_alloc(c)
                 };
                 held.extend(got);
+            }
+            Op::Write => {
+                if let Some(&o) = held.last() {
+                    slub.init_object(c, o);
+                }
             }
             Op::Flush => slub.flush_cpu_slab(c),
             Op::FreeOldest | Op::FreeNewest => {
@@ -485,7 +824,12 @@ fn run_program(slub: &Slub, c: &OnCpu, name: &str, setup: &Setup, ops: &[Op]) {
                 } else {
                     held.len() - 1
                 };
-                slub.kmem_cache_free(c, held.remove(at));
+                let o = held.remove(at);
+                if nmi {
+                    slub.kfree_nolock(c, o);
+                } else {
+                    slub.kmem_cache_free(c, o);
+                }
             }
         }
     }
@@ -517,6 +861,10 @@ fn execute(variant: Code, plan: &Plan, watch: &Watch<Freelist>) {
                         let t = Task::new(&name, Context::Task);
                         run(&t, cpus.run_task(&t, cpu));
                     }
+                    Actor::Work { cpu } => {
+                        let t = Task::new(&name, Context::Kthread);
+                        run(&t, cpus.run_work(&t, cpu));
+                    }
                     Actor::Irq { cpu } => {
                         let t = Task::new(&name, Context::Irq);
                         run(&t, cpus.run_irq(&t, cpu));
@@ -536,14 +884,22 @@ fn execute(variant: Code, plan: &Plan, watch: &Watch<Freelist>) {
     for h in handles {
         h.join();
     }
-    drain(&world.slub, &cpus);
+    drain(&world.slub, cpus.len());
     watch.finish("drain", &world);
 }
 
-/// Before `no_stranded` is judged: on every CPU, allocate until NULL.
-fn drain(slub: &Slub, cpus: &Cpus) {
+/// Before `no_stranded` is judged, on a quiet machine of its own (no
+/// migration is pending there): run every CPU's deferred frees
+/// (defer_free_barrier), then on every CPU allocate until NULL.
+fn drain(slub: &Slub, ncpus: usize) {
+    let cpus = Cpus::new(ncpus);
     let t = Task::new("drain", Context::Task);
     let _f = t.enter("final_drain");
+    for cpu in 0..cpus.len() {
+        let c = cpus.run_task(&t, cpu);
+        slub.defer_free_barrier(&c);
+        c.leave();
+    }
     for cpu in 0..cpus.len() {
         let c = cpus.run_task(&t, cpu);
         c.preempt_disable();
@@ -617,7 +973,9 @@ pub fn conservation(w: &World) -> Result<(), String> {
     })
 }
 
-/// S2: lists are acyclic, disjoint, and hold only their slab's objects.
+/// S2: lists are acyclic, link only objects, are disjoint, and hold only
+/// objects of their slab; an unlocked CPU's freelist holds only objects of
+/// its `c->slab`, none without one.
 pub fn freelist_integrity(w: &World) -> Result<(), String> {
     let s = &w.slub;
     let lists = w.lists();
@@ -625,9 +983,32 @@ pub fn freelist_integrity(w: &World) -> Result<(), String> {
         if ch.cycle {
             return Err(format!("{} has a cycle", ch.list));
         }
+        if let Some(wild) = ch.wild {
+            return Err(format!("{} links to {}", ch.list, obj_name(wild)));
+        }
         let slab = match ch.list {
-            List::Cpu(i) | List::Irq(i) => s.cpu_slab(usize::from(i)),
+            List::Cpu(i) | List::Irq(i) => {
+                let v = s.cpu_view(usize::from(i));
+                if v.locked {
+                    continue;
+                }
+                match v.slab {
+                    Some(slab) => slab,
+                    // The proposal's fallback list outlives a slab the
+                    // kernel's slow path drops: what it holds is stranded
+                    // (no_stranded), not misplaced.
+                    None if ch.is_empty() || matches!(ch.list, List::Irq(_)) => continue,
+                    None => {
+                        return Err(format!(
+                            "{} holds {} while c{i}->slab is NULL",
+                            ch.list,
+                            ch.render()
+                        ))
+                    }
+                }
+            }
             List::Slab(i) => usize::from(i),
+            List::Deferred(_) => continue,
         };
         if let Some(o) = ch.objects().find(|&o| s.slab_of(o) != slab) {
             return Err(format!(
@@ -648,18 +1029,48 @@ pub fn freelist_integrity(w: &World) -> Result<(), String> {
     Ok(())
 }
 
-/// S3, judged whenever the CPU is outside its IRQs-off section (where the
-/// slow path's two stores are invisible to everyone who could race).
+/// An unlocked CPU's slab is frozen, no slab is two CPUs' slab, and no
+/// frozen slab is on the node's partial list.
+pub fn slab_state(w: &World) -> Result<(), String> {
+    let s = &w.slub;
+    let mut cpu_of = [None; 8];
+    for i in 0..s.ncpus() {
+        let v = s.cpu_view(i);
+        let Some(slab) = v.slab else {
+            continue;
+        };
+        if let Some(j) = cpu_of[slab] {
+            return Err(format!("slab{slab} is the slab of cpu{j} and of cpu{i}"));
+        }
+        cpu_of[slab] = Some(i);
+        if !v.locked && !s.slab_view(slab).frozen {
+            return Err(format!("c{i}->slab is slab{slab}, which is not frozen"));
+        }
+    }
+    for slab in 0..s.nslabs() {
+        let v = s.slab_view(slab);
+        if v.frozen && v.on_partial {
+            return Err(format!(
+                "slab{slab} is frozen for a CPU and on the node's partial list"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// S3, judged whenever the CPU is outside its local-lock section (where the
+/// slow path's plain stores are invisible to everyone who could race).
 pub fn tid_monotonic(w: &World) -> Result<(), String> {
     let mut last = w.last.lock().unwrap_or_else(|p| p.into_inner());
     for (i, last) in last.iter_mut().enumerate() {
-        let (Some(tid), false, head) = ({
-            let (head, tid, locked) = w.slub.cpu_head(i);
-            (tid, locked, head)
-        }) else {
+        let (head, slab, tid, locked) = w.slub.cpu_head(i);
+        let Some(tid) = tid else {
             continue;
         };
-        if let Some((h0, t0)) = *last {
+        if locked {
+            continue;
+        }
+        if let Some((h0, s0, t0)) = *last {
             if tid < t0 {
                 return Err(format!("c{i}->tid went back from {t0} to {tid}"));
             }
@@ -670,8 +1081,16 @@ pub fn tid_monotonic(w: &World) -> Result<(), String> {
                     obj_name(head)
                 ));
             }
+            if tid == t0 && slab != s0 {
+                let name = |s: Option<usize>| s.map_or("NULL".to_string(), |s| format!("slab{s}"));
+                return Err(format!(
+                    "c{i}->slab changed {}→{} without a tid bump (tid {tid})",
+                    name(s0),
+                    name(slab)
+                ));
+            }
         }
-        *last = Some((head, tid));
+        *last = Some((head, slab, tid));
     }
     Ok(())
 }
@@ -746,6 +1165,11 @@ pub fn check_sequential(variant: &str, objects: u64, ops: &[Op]) -> Result<(), S
                 let got = slub.kmem_cache_alloc(&c);
                 reference.alloc(got)?;
                 held.extend(got);
+            }
+            Op::Write => {
+                if let Some(&o) = held.last() {
+                    slub.init_object(&c, o);
+                }
             }
             Op::FreeOldest | Op::FreeNewest if !held.is_empty() => {
                 let at = if *op == Op::FreeOldest {

@@ -25,7 +25,7 @@ use vfsmc_model::kernel::cmpxchg_double::DoubleWord;
 use vfsmc_model::kernel::errptr::{ErrPtr, Errno};
 use vfsmc_model::kernel::lockref::{Lockref, LockrefFlavor};
 use vfsmc_model::kernel::percpu::Cpus;
-use vfsmc_model::kernel::rcu::{Rcu, Slab};
+use vfsmc_model::kernel::rcu::{Rcu, RcuFlavor, Slab};
 use vfsmc_model::kernel::seqcount::{SeqCount, SeqcountFlavor};
 use vfsmc_model::kernel::sleeping;
 use vfsmc_model::kernel::spinlock::{Locked, SpinLock};
@@ -54,6 +54,11 @@ pub enum Use {
     ErrPtrDeref,
     IrqWindowNonatomic,
     CmpxchgDoubleTwoStores,
+    ThisCpuCmpxchgDoubleCrossCpu,
+    SynchronizeRcuPreV420,
+    TypesafeAccessAfterUnlock,
+    MarkDeadWithoutRecheck,
+    LockrefGetIgnoresDead,
 }
 
 const VARIANTS: &[Variant<Use>] = &[
@@ -181,9 +186,49 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "cmpxchg-double-two-stores",
         expected: Expected::Violates("pair_consistent"),
         witness: "cmpxchg-double",
-        kernel: "mm/slub.c:__update_freelist_fast (v6.12)",
+        kernel: "mm/slub.c:__update_cpu_freelist_fast (v6.18)",
         about: "a {freelist, tid} pair updated by two separate stores instead of one cmpxchg_double: concurrent updates tear the pair or are lost",
         code: Use::CmpxchgDoubleTwoStores,
+    },
+    Variant {
+        name: "this-cpu-cmpxchg-double-cross-cpu",
+        expected: Expected::Violates("pair_consistent"),
+        witness: "cmpxchg-double",
+        kernel: "mm/slub.c:__update_cpu_freelist_fast (v6.18): this_cpu_try_cmpxchg_freelist, no LOCK prefix",
+        about: "the two updaters, on two CPUs, use the CPU-local this_cpu_cmpxchg_double on one shared pair: it is atomic only against its own CPU, so one update overwrites the other and both report success",
+        code: Use::ThisCpuCmpxchgDoubleCrossCpu,
+    },
+    Variant {
+        name: "synchronize-rcu-pre-v4.20",
+        expected: Expected::Violates("use_after_free"),
+        witness: "rcu-sched",
+        kernel: "kernel/rcu: synchronize_rcu before the v4.20 flavour consolidation (CONFIG_PREEMPT_RCU)",
+        about: "the reader relies on its spin_lock region as an RCU read-side section, which only a v4.20+ synchronize_rcu waits for: the updater's grace period ends under the reader and it frees the object",
+        code: Use::SynchronizeRcuPreV420,
+    },
+    Variant {
+        name: "typesafe-access-after-unlock",
+        expected: Expected::Violates("use_after_free"),
+        witness: "typesafe",
+        kernel: "mm/slub.c:free_slab → call_rcu(rcu_free_slab) for SLAB_TYPESAFE_BY_RCU (v6.18)",
+        about: "the reader of a SLAB_TYPESAFE_BY_RCU object takes no reference and touches it after rcu_read_unlock: the owner frees it and, a grace period later, its slab page goes back to the page allocator",
+        code: Use::TypesafeAccessAfterUnlock,
+    },
+    Variant {
+        name: "mark-dead-without-recheck",
+        expected: Expected::Violates("lockref_dead_ref"),
+        witness: "lockref-dead",
+        kernel: "fs/dcache.c:fast_dput, lock_for_kill, dentry_kill (vfs-7.3-rc5.fixes, aa98230e410f) without the count re-check under d_lock; lib/lockref.c (copy id 181051326)",
+        about: "the killer drops its reference with lockref_put_return and, seeing 0, takes the lock and marks the lockref dead without checking the count again: a lockref_get_not_dead in between holds a reference on a dead dentry",
+        code: Use::MarkDeadWithoutRecheck,
+    },
+    Variant {
+        name: "lockref-get-ignores-dead",
+        expected: Expected::Violates("lockref_dead_ref"),
+        witness: "lockref-dead",
+        kernel: "lib/lockref.c:lockref_get where fs/namei.c legitimize needs lockref_get_not_dead (lockref.c copy id 181051326)",
+        about: "the getter takes its reference with lockref_get, which does not look at the count: on a dead lockref it holds a reference (the count goes from -128 to -127)",
+        code: Use::LockrefGetIgnoresDead,
     },
 ];
 
@@ -262,12 +307,48 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
     },
     Scenario {
         name: "cmpxchg-double",
-        about: "two tasks each advance the pair {freelist, tid} from {n, n} to {n+1, n+1}",
+        about: "two tasks on two CPUs each advance the pair {freelist, tid} from {n, n} to {n+1, n+1}",
         goals: &["cmpxchg-double-retried"],
         loom_bound: None,
         generated: false,
         tier: Tier::Pr,
         plan: |_| cmpxchg_double,
+    },
+    Scenario {
+        name: "rcu-sched",
+        about: "obj#1 published in gp: a reader holding r_lock (no rcu_read_lock) dereferences gp while the updater unpublishes it, waits in synchronize_rcu and frees it",
+        goals: &["sched-reader-saw-object", "sched-reader-saw-null"],
+        loom_bound: None,
+        generated: false,
+        tier: Tier::Pr,
+        plan: |_| rcu_sched,
+    },
+    Scenario {
+        name: "typesafe",
+        about: "obj#1 of a SLAB_TYPESAFE_BY_RCU cache, published in gp with one reference: a reader takes a reference under rcu_read_lock and reads it; the owner unpublishes it and drops its reference (the last one frees it); the GP kthread returns freed memory to the page allocator after a grace period",
+        goals: &["typesafe-reader-got-ref", "slab-page-returned"],
+        loom_bound: Some(3),
+        generated: false,
+        tier: Tier::Pr,
+        plan: |_| typesafe,
+    },
+    Scenario {
+        name: "typesafe-deep",
+        about: "the typesafe scenario searched without a preemption bound (3.4M loom executions, about 6 minutes)",
+        goals: &["typesafe-reader-got-ref", "slab-page-returned"],
+        loom_bound: None,
+        generated: false,
+        tier: Tier::Deep,
+        plan: |_| typesafe,
+    },
+    Scenario {
+        name: "lockref-dead",
+        about: "a dentry's d_lockref at 1, held by the killer: the killer drops it (lockref_put_return) and, if it was the last, kills the dentry under the lock (lockref_mark_dead); a getter takes a reference (lockref_get_not_zero, then lockref_get_not_dead) and drops it",
+        goals: &["getter-got-ref", "getter-saw-dead", "killer-marked-dead", "killer-saw-ref"],
+        loom_bound: None,
+        generated: false,
+        tier: Tier::Pr,
+        plan: |_| lockref_dead,
     },
 ];
 
@@ -287,6 +368,11 @@ const INVARIANTS: &[Invariant<Check<World>>] = &[
         about: "at the end the {freelist, tid} pair is {2, 2}: both updates landed, in both words",
         check: Check::End(pair_consistent),
     },
+    Invariant {
+        name: "lockref_dead_ref",
+        about: "no reference is held on a dead lockref (count < 0): the dcache frees a dentry once it is marked dead",
+        check: Check::Step(lockref_dead_ref),
+    },
 ];
 
 /// A scenario's program: what it builds and runs for one misuse.
@@ -301,6 +387,8 @@ pub struct World {
     count: Mutex<Option<u64>>,
     /// cmpxchg-double: the pair once both updates ran.
     pair: Mutex<Option<(u64, u64)>>,
+    /// lockref-dead: the dentry's lockref and the references held on it.
+    dentry: Mutex<Option<Arc<Dentry>>>,
     /// How the scenario renders its state for a violation.
     describe: Mutex<Option<Describe>>,
 }
@@ -388,6 +476,21 @@ fn pair_consistent(w: &World) -> Result<(), String> {
             Err(format!("{{freelist, tid}} = {pair:?} after two updates"))
         }
         _ => Ok(()),
+    }
+}
+
+fn lockref_dead_ref(w: &World) -> Result<(), String> {
+    let Some(d) = ghost(&w.dentry).clone() else {
+        return Ok(());
+    };
+    let (count, _) = d.lockref.peek();
+    let held = d.holders.load(std::sync::atomic::Ordering::SeqCst);
+    if count < 0 && held > 0 {
+        Err(format!(
+            "d_lockref is dead (count {count}) while {held} reference(s) are held on it"
+        ))
+    } else {
+        Ok(())
     }
 }
 
@@ -515,22 +618,9 @@ fn rcu(how: Use, w: &Arc<World>) {
         gp: Atomic::new("gp", 0),
     });
     let main = Task::new("main", Context::Task);
-    let obj = s.slab.alloc(
-        &main,
-        || Obj {
-            val: Atomic::new("obj.val", 7),
-            flags: Atomic::new("obj.flags", 1),
-        },
-        |_| (),
-    );
+    let obj = s.slab.alloc(&main, new_obj, |_| ());
     s.gp.rcu_assign_pointer(&main, obj);
-    let obs = s.clone();
-    w.describe(move || {
-        let mut objs: Vec<String> = Vec::new();
-        obs.slab
-            .each(|r, st, _| objs.push(format!("{}: {st:?}", obs.slab.label(r))));
-        format!("gp={} {}", obs.slab.label(obs.gp.peek()), objs.join(", "))
-    });
+    describe_rcu(w, &s);
 
     let r = s.clone();
     let reader = exec::spawn("reader", move || {
@@ -583,6 +673,253 @@ fn rcu(how: Use, w: &Arc<World>) {
     s.rcu.stop_gp_kthread();
     kthread.join();
     s.rcu.rcu_barrier(&main);
+}
+
+// --- RCU read-side sections without rcu_read_lock (v4.20+) -----------------
+
+/// kernel/rcu (v4.20 flavour consolidation), mm/slab_common.c: a reader
+/// that relies on its spinlock region (preemption disabled) as its RCU
+/// read-side critical section, against an updater that unpublishes the
+/// object, waits in synchronize_rcu and frees it.
+fn rcu_sched(how: Use, w: &Arc<World>) {
+    let flavor = if how == Use::SynchronizeRcuPreV420 {
+        RcuFlavor::PreV420
+    } else {
+        RcuFlavor::Kernel
+    };
+    let s = Arc::new(RcuState {
+        rcu: Rcu::with_flavor(flavor),
+        slab: Slab::new("obj"),
+        gp: Atomic::new("gp", 0),
+    });
+    let lock = Arc::new(SpinLock::new("r_lock"));
+    let main = Task::new("main", Context::Task);
+    let obj = s.slab.alloc(&main, new_obj, |_| ());
+    s.gp.rcu_assign_pointer(&main, obj);
+    describe_rcu(w, &s);
+    let r = s.clone();
+    let reader = exec::spawn("reader", move || {
+        let t = Task::new("reader", Context::Task);
+        let _f = t.enter("reader");
+        let g = lock.spin_lock(&t);
+        let p = r.gp.rcu_dereference(&t);
+        if p == 0 {
+            t.tracepoint("sched-reader-saw-null");
+        } else {
+            // Two field loads, each an access of the object's memory.
+            r.slab.get(&t, p).val.read_once(&t);
+            r.slab.get(&t, p).flags.read_once(&t);
+            t.tracepoint("sched-reader-saw-object");
+        }
+        g.unlock();
+    });
+    let u = s.clone();
+    let updater = exec::spawn("updater", move || {
+        let t = Task::new("updater", Context::Task);
+        let _f = t.enter("remove");
+        u.gp.rcu_assign_pointer(&t, 0);
+        u.rcu.synchronize_rcu(&t);
+        u.slab.free(&t, obj, "kfree");
+    });
+    reader.join();
+    updater.join();
+}
+
+/// A fresh `obj` object.
+fn new_obj() -> Obj {
+    Obj {
+        val: Atomic::new("obj.val", 7),
+        flags: Atomic::new("obj.flags", 1),
+    }
+}
+
+/// Renders an RCU scenario's state: gp and every object's life.
+fn describe_rcu(w: &Arc<World>, s: &Arc<RcuState>) {
+    let obs = s.clone();
+    w.describe(move || {
+        let mut objs: Vec<String> = Vec::new();
+        obs.slab
+            .each(|r, st, _| objs.push(format!("{}: {st:?}", obs.slab.label(r))));
+        format!("gp={} {}", obs.slab.label(obs.gp.peek()), objs.join(", "))
+    });
+}
+
+// --- SLAB_TYPESAFE_BY_RCU memory goes back after a grace period -------------
+
+struct TypesafeState {
+    rcu: Rcu,
+    slab: Slab<TsObj>,
+    gp: Atomic,
+}
+
+struct TsObj {
+    refs: Atomic,
+    val: Atomic,
+}
+
+/// mm/slub.c (v6.18): a SLAB_TYPESAFE_BY_RCU object looked up under
+/// rcu_read_lock. The reader pins it with atomic_inc_not_zero before
+/// leaving the section (its identity cannot change: nothing allocates
+/// here); the owner unpublishes it and drops its reference, the last one
+/// frees it, and the cache's slab page goes back after a grace period.
+fn typesafe(how: Use, w: &Arc<World>) {
+    let rcu = Rcu::new();
+    let s = Arc::new(TypesafeState {
+        slab: Slab::typesafe_by_rcu_in("tsobj", &rcu),
+        rcu,
+        gp: Atomic::new("gp", 0),
+    });
+    let main = Task::new("main", Context::Task);
+    let obj = s.slab.alloc(
+        &main,
+        || TsObj {
+            refs: Atomic::new("tsobj.refs", 1),
+            val: Atomic::new("tsobj.val", 7),
+        },
+        |_| (),
+    );
+    s.gp.rcu_assign_pointer(&main, obj);
+    let obs = s.clone();
+    w.describe(move || {
+        let mut objs: Vec<String> = Vec::new();
+        obs.slab
+            .each(|r, st, _| objs.push(format!("{}: {st:?}", obs.slab.label(r))));
+        format!("gp={} {}", obs.slab.label(obs.gp.peek()), objs.join(", "))
+    });
+    let put = |s: &TypesafeState, t: &Task, obj: u64| {
+        if s.slab.get(t, obj).refs.atomic_dec_and_test(t) {
+            s.slab.free(t, obj, "put_obj");
+        }
+    };
+    let r = s.clone();
+    let reader = exec::spawn("reader", move || {
+        let t = Task::new("reader", Context::Task);
+        let _f = t.enter("reader");
+        r.rcu.rcu_read_lock(&t);
+        let p = r.gp.rcu_dereference(&t);
+        let pinned = p != 0
+            && (how == Use::TypesafeAccessAfterUnlock
+                || r.slab.get(&t, p).refs.atomic_inc_not_zero(&t));
+        r.rcu.rcu_read_unlock(&t);
+        if pinned {
+            r.slab.get(&t, p).val.read_once(&t);
+            t.tracepoint("typesafe-reader-got-ref");
+            if how != Use::TypesafeAccessAfterUnlock {
+                put(&r, &t, p);
+            }
+        }
+    });
+    let o = s.clone();
+    let owner = exec::spawn("owner", move || {
+        let t = Task::new("owner", Context::Task);
+        let _f = t.enter("remove");
+        o.gp.rcu_assign_pointer(&t, 0);
+        put(&o, &t, obj);
+    });
+    let k = s.clone();
+    let kthread = exec::spawn("rcu_gp", move || {
+        let t = Task::new("rcu_gp", Context::Kthread);
+        k.rcu.gp_kthread(&t);
+    });
+    reader.join();
+    owner.join();
+    s.rcu.stop_gp_kthread();
+    kthread.join();
+    s.rcu.rcu_barrier(&main);
+}
+
+// --- lockref: dead dentries -------------------------------------------------
+
+/// A dentry's lockref and the references held on it (ghost).
+pub struct Dentry {
+    lockref: Lockref,
+    holders: std::sync::atomic::AtomicU32,
+}
+
+impl Dentry {
+    fn hold(&self, d: i32) {
+        use std::sync::atomic::Ordering::SeqCst;
+        if d > 0 {
+            self.holders.fetch_add(1, SeqCst);
+        } else {
+            self.holders.fetch_sub(1, SeqCst);
+        }
+    }
+}
+
+/// fs/dcache.c (vfs-7.3-rc5.fixes): the killer's `fast_dput` drops the last
+/// reference with lockref_put_return, takes d_lock and re-checks the count
+/// (`fast_dput` → `lock_for_kill`) before `dentry_kill` marks the lockref
+/// dead; a getter takes a reference the way dget_parent (lockref_get_not_zero)
+/// and legitimize (lockref_get_not_dead) do, then drops it.
+fn lockref_dead(how: Use, w: &Arc<World>) {
+    let d = Arc::new(Dentry {
+        lockref: Lockref::new("d_lockref", 1),
+        holders: std::sync::atomic::AtomicU32::new(1),
+    });
+    *ghost(&w.dentry) = Some(d.clone());
+    let obs = d.clone();
+    w.describe(move || {
+        let (count, locked) = obs.lockref.peek();
+        let held = obs.holders.load(std::sync::atomic::Ordering::SeqCst);
+        format!("d_lockref count={count} locked={locked}, references held={held}")
+    });
+    let k = d.clone();
+    let killer = exec::spawn("killer", move || {
+        let t = Task::new("killer", Context::Task);
+        let _f = t.enter("dput");
+        let lr = &k.lockref;
+        let left = lr.lockref_put_return(&t);
+        let g = if left < 0 {
+            // Locked by someone, or not positive: the locked path.
+            let g = lr.lock(&t);
+            g.set_count(g.count() - 1);
+            k.hold(-1);
+            g
+        } else {
+            k.hold(-1);
+            if left > 0 {
+                return;
+            }
+            lr.lock(&t)
+        };
+        if g.count() != 0 && how != Use::MarkDeadWithoutRecheck {
+            t.tracepoint("killer-saw-ref");
+            g.unlock();
+            return;
+        }
+        g.lockref_mark_dead();
+        t.tracepoint("killer-marked-dead");
+        g.unlock();
+    });
+    let gt = d.clone();
+    let getter = exec::spawn("getter", move || {
+        let t = Task::new("getter", Context::Task);
+        let _f = t.enter("dget");
+        let lr = &gt.lockref;
+        let got = if how == Use::LockrefGetIgnoresDead {
+            lr.lockref_get(&t);
+            true
+        } else {
+            lr.lockref_get_not_zero(&t) || lr.lockref_get_not_dead(&t)
+        };
+        if !got {
+            t.tracepoint("getter-saw-dead");
+            return;
+        }
+        gt.hold(1);
+        t.tracepoint("getter-got-ref");
+        if lr.lockref_put_return(&t) < 0 {
+            let g = lr.lock(&t);
+            g.set_count(g.count() - 1);
+            gt.hold(-1);
+            g.unlock();
+        } else {
+            gt.hold(-1);
+        }
+    });
+    killer.join();
+    getter.join();
 }
 
 // --- sleeping in atomic context -------------------------------------------
@@ -789,12 +1126,10 @@ fn irq(how: Use, w: &Arc<World>) {
         k.task_phase.store(1, SeqCst);
         if how == Use::IrqWindowNonatomic {
             let v = k.count.read_once(&on);
-            on.window();
             k.count.write_once(&on, v + 1);
         } else {
             on.local_irq_save();
             let v = k.count.read_once(&on);
-            on.window();
             k.count.write_once(&on, v + 1);
             on.local_irq_restore();
         }
@@ -819,7 +1154,8 @@ fn irq(how: Use, w: &Arc<World>) {
 
 // --- double-word cmpxchg ----------------------------------------------------
 
-/// mm/slub.c (v6.12): the {freelist, tid} pair advanced by two tasks.
+/// mm/slub.c (v6.18): the {freelist, tid} pair advanced by two tasks on two
+/// CPUs, with the cross-CPU (LOCK) cmpxchg_double.
 fn cmpxchg_double(how: Use, w: &Arc<World>) {
     let dw = Arc::new(DoubleWord::new("freelist_tid", 8, 0, 0));
     let obs = dw.clone();
@@ -840,7 +1176,12 @@ fn cmpxchg_double(how: Use, w: &Arc<World>) {
                     d.write_hi(&t, hi + 1);
                     return;
                 }
-                if d.cmpxchg_double(&t, (lo, hi), (lo + 1, hi + 1)) {
+                let ok = if how == Use::ThisCpuCmpxchgDoubleCrossCpu {
+                    d.this_cpu_cmpxchg_double(&t, (lo, hi), (lo + 1, hi + 1))
+                } else {
+                    d.cmpxchg_double(&t, (lo, hi), (lo + 1, hi + 1))
+                };
+                if ok {
                     return;
                 }
                 t.tracepoint("cmpxchg-double-retried");

@@ -83,3 +83,39 @@ pub fn corpus(model: &str) {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(replayed > 0, "corpus/ holds no seed of {model}");
 }
+
+/// One snapshot per bug variant of `model`: its shortest witness trace
+/// (`tests/snapshots/<model>__variant__<variant>.snap`), found by loom with
+/// no preemption bound on the variant's witness scenario. A variant whose
+/// trace only loom cannot produce (it needs weak memory loom lacks) has none.
+pub fn variant_snapshots(model: &str) {
+    let m = self::model(model);
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.set_snapshot_path("../snapshots");
+    for v in m.variants() {
+        let vfsmc_specs::Expected::Violates(_) = v.expected else {
+            continue;
+        };
+        let s = m.scenario(v.witness).expect("a witness is a scenario");
+        let mut c = Check::new(m, v, s, EngineKind::Loom);
+        if c.engine_limit().is_some() {
+            continue;
+        }
+        c.budget.max_preemptions = None;
+        let r = c.run().unwrap();
+        assert!(r.matches_expected(), "{}", r.text());
+        let record = r.record.as_ref().expect("a violation has a trace");
+        let text = format!(
+            "{}/{} [{}]\n{}",
+            r.model,
+            r.variant,
+            r.scenario,
+            vfsmc::render::text_trace(record)
+        );
+        settings.bind(|| {
+            insta::assert_snapshot!(format!("{model}__variant__{}", v.name), text);
+        });
+    }
+}

@@ -42,7 +42,6 @@ impl Slub {
             self.cpus[c.this_cpu()].pending.read_once(c)
         };
         self.cpus[c.this_cpu()].pending.write_once(c, 1);
-        c.window();
         let mut got = loop {
             let cpu = c.this_cpu();
             let object = self.cpus[cpu].read_freelist(c);
@@ -55,7 +54,6 @@ impl Slub {
             }
         };
         if got.is_none() {
-            c.window();
             got = self.guzik_drain(c);
         }
         self.cpus[c.this_cpu()].pending.write_once(c, prev);
@@ -67,10 +65,7 @@ impl Slub {
                 self.handed_out(c, o);
                 Some(o)
             }
-            None => {
-                c.window();
-                self.__slab_alloc(c)
-            }
+            None => self.__slab_alloc(c, true).ok().flatten(),
         }
     }
 
@@ -86,14 +81,12 @@ impl Slub {
             c.local_irq_save();
         }
         let head = self.cpus[c.this_cpu()].irq_freelist.read_once(c);
-        c.window();
         let got = if head == NULL {
             None
         } else {
             c.tracepoint("drain-irq-freelist");
             self.hold(c, head, Holder::InHand);
             let next = self.get_freepointer_safe(c, head);
-            c.window();
             self.cpus[c.this_cpu()].irq_freelist.write_once(c, next);
             Some(head)
         };
@@ -115,7 +108,7 @@ impl Slub {
         loop {
             let cpu = c.this_cpu();
             let kc = &self.cpus[cpu];
-            if self.slab_of[obj as usize] != kc.slab {
+            if Some(self.slab_of[obj as usize]) != kc.read_slab(c) {
                 self.__slab_free(c, obj);
                 break;
             }

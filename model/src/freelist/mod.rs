@@ -1,23 +1,37 @@
-//! mm/slub.c: the per-CPU ABA-safe freelist of SLUB's `kmem_cache_cpu`
-//! (v6.12; the structure lived from v2.6.39 to the sheaves conversion), and
-//! Mateusz Guzik's 8-byte proposal (linux-fsdevel, 15 Aug 2024).
+//! mm/slub.c: the per-CPU ABA-safe freelist of SLUB's `kmem_cache_cpu`, as
+//! the v6.18 merge has it (f6db358deaea, 'slab-for-6.18-rc1': the last
+//! kernel with the per-CPU `{freelist, tid}` fast path; the structure lived
+//! from v2.6.39 until sheaves replaced it), and Mateusz Guzik's 8-byte
+//! proposal (linux-fsdevel, 15 Aug 2024).
 //!
 //! - [`slub`]: the kernel's design — `{freelist, tid}` updated by one
-//!   CPU-local double-width cmpxchg on the fast paths, the slow path under
-//!   `local_lock_irqsave`, remote frees into `slab->freelist`, and the
-//!   `kmalloc_nolock` NMI entry (v6.18).
+//!   CPU-local double-width cmpxchg on the fast paths, `c->slab` read after
+//!   the tid, the slow path under the local lock with its `reread_slab`
+//!   re-check, slabs deactivated onto the node's partial list and adopted
+//!   again by any CPU, remote frees into `slab->freelist`, the flush as a
+//!   work item, `kmalloc_nolock`/`kfree_nolock` for NMI context, and the
+//!   PREEMPT_RT variant where both fast paths take the local lock.
 //! - [`guzik`]: the proposal — a single-word freelist, a "pending alloc"
 //!   marker, a fallback list for frees that interrupt a pending alloc, and an
 //!   alloc slow path that drains it with IRQs off.
 //!
 //! Objects are numbered `1..=n`; `0` is NULL. A free object stores the next
 //! free object in its free pointer, an [`Atomic`] because the alloc fast path
-//! reads it speculatively (`get_freepointer_safe`).
+//! reads it speculatively (`get_freepointer_safe`); an allocated object's
+//! owner writes its own data over that word ([`GARBAGE`]), so a speculative
+//! read can return garbage. Slabs are numbered from 0; `c->slab` holds the
+//! slab number + 1, `0` being NULL.
+//!
+//! What the model leaves out (also in the spec's limits): the page allocator
+//! (`new_slab` fails: a slow path that finds no partial slab returns NULL),
+//! CPU partial slabs (CONFIG_SLUB_CPU_PARTIAL=n), NUMA and pfmemalloc
+//! mismatches, discarding empty slabs (a node never reaches `min_partial`
+//! partial slabs here), debug caches, sheaves.
 //!
 //! Ghost state for the specs: who holds each object — `Owned` by a caller
 //! after an allocation returned it, `InHand` while an allocator has taken it
 //! off a list (or is about to push it) but has not finished. Specs read it,
-//! with the lists, through [`Slub::observe`], never through the atomics.
+//! with the lists, through [`Slub`]'s observers, never through the atomics.
 
 pub mod guzik;
 pub mod slub;
@@ -27,31 +41,63 @@ use std::sync::Mutex as GhostMutex;
 use crate::kernel::atomic::Atomic;
 use crate::kernel::cmpxchg_double::DoubleWord;
 use crate::kernel::percpu::OnCpu;
+use crate::kernel::spinlock::{Locked, SpinLock};
 use crate::kernel::task::Task;
+use crate::sync;
 use crate::trace::Context;
 use crate::trace::{intern, Effect, Name, Show, Val};
 
 /// NULL object pointer.
 pub const NULL: u64 = 0;
 
+/// What an allocated object's owner leaves in the word that held its free
+/// pointer: no object. Reading it speculatively is legal; using it as one
+/// is not.
+pub const GARBAGE: u64 = 0xee;
+
 /// The versions of the code under check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
-    /// mm/slub.c as released: tid + CPU-local double-width cmpxchg, CPU-unique
-    /// tids, slow path under the local lock, NMI allocations refused while the
-    /// local lock is held.
+    /// mm/slub.c v6.18, !PREEMPT_RT: tid + CPU-local double-width cmpxchg,
+    /// CPU-unique tids, slow path under the local lock, NMI allocations
+    /// refused while the local lock is held, NMI frees deferred.
     Classic,
+    /// mm/slub.c v6.18 with CONFIG_PREEMPT_RT: `USE_LOCKLESS_FAST_PATH()` is
+    /// false, both fast paths take the local lock (a per-CPU sleeping lock
+    /// that leaves preemption and IRQs on).
+    PreemptRt,
     /// The fast-path cmpxchg compares the freelist pointer only (no tid).
     PointerOnly,
-    /// `TID_STEP` = 1 and `init_tid` = 0 on a preemptible kernel: tids of two
-    /// CPUs can be equal, so a migrated task's cmpxchg can hit another CPU.
+    /// `TID_STEP` = 1 (the !CONFIG_PREEMPTION value) on a preemptible
+    /// kernel, `init_tid(cpu)` = cpu as always: tids of two CPUs meet.
     SharedTid,
     /// `load_freelist` updates `c->freelist` but forgets `next_tid`.
     LoadFreelistNoTid,
-    /// `flush_slab` empties `c->freelist` without `next_tid`.
+    /// `flush_slab` empties the CPU's slab without `next_tid`.
     FlushNoTid,
+    /// `___slab_alloc`'s get_freelist-NULL path drops `c->slab` without
+    /// `next_tid`.
+    GetFreelistNullKeepsTid,
+    /// `do_slab_free` reads `c->slab` before `c->tid` (against the order
+    /// the `barrier()` comment requires).
+    FreeReadsSlabBeforeTid,
+    /// PREEMPT_RT, whose slow path can be preempted between its read of
+    /// `c->slab` and the local lock, without the check of `c->slab` once it
+    /// holds the lock (no `reread_slab`).
+    RtSlowpathSkipsSlabRecheck,
+    /// The alloc fast path loads the next object's free pointer (a
+    /// prefetch turned into a load) before its cmpxchg validated `next`.
+    PrefetchLoadsNextEarly,
     /// `kmalloc_nolock` from NMI without the `local_lock_is_locked` check.
     NolockNoLockCheck,
+    /// `kfree_nolock` from NMI frees through the fast path even while the
+    /// local lock is held, instead of deferring.
+    KfreeNolockNoDefer,
+    /// PREEMPT_RT with the lockless fast paths of !RT kept.
+    RtLocklessFastPath,
+    /// `flush_all` runs `__flush_cpu_slab` (meant for a dead CPU) on each
+    /// live CPU from the caller's CPU instead of queueing work on it.
+    RemoteFlushLiveCpu,
     /// The proposal, as charitably as the mail allows: the marker is saved
     /// and restored (nesting-safe), preemption is off around the fast path,
     /// the fallback list is drained with IRQs off.
@@ -90,7 +136,20 @@ impl Variant {
         !self.is_guzik() && self != Variant::PointerOnly
     }
 
-    /// mm/slub.c:TID_STEP (v6.12): `roundup_pow_of_two(CONFIG_NR_CPUS)` with
+    /// Whether the kernel is built with CONFIG_PREEMPT_RT.
+    pub fn preempt_rt(self) -> bool {
+        matches!(
+            self,
+            Variant::PreemptRt | Variant::RtLocklessFastPath | Variant::RtSlowpathSkipsSlabRecheck
+        )
+    }
+
+    /// mm/slub.c:USE_LOCKLESS_FAST_PATH (v6.18): false on PREEMPT_RT.
+    fn lockless_fast_path(self) -> bool {
+        !self.preempt_rt() || self == Variant::RtLocklessFastPath
+    }
+
+    /// mm/slub.c:TID_STEP (v6.18): `roundup_pow_of_two(CONFIG_NR_CPUS)` with
     /// CONFIG_PREEMPTION (two CPUs here), 1 without.
     pub fn tid_step(self) -> u64 {
         if self == Variant::SharedTid {
@@ -100,14 +159,9 @@ impl Variant {
         }
     }
 
-    /// mm/slub.c:init_tid (v6.12): the CPU number (0 for every CPU when the
-    /// step is 1).
+    /// mm/slub.c:init_tid (v6.18): the CPU number, whatever the step.
     pub fn init_tid(self, cpu: usize) -> u64 {
-        if self == Variant::SharedTid {
-            0
-        } else {
-            cpu as u64
-        }
+        cpu as u64
     }
 }
 
@@ -116,12 +170,14 @@ impl Variant {
 pub struct Setup {
     /// Slab of each object, indexed by object (index 0, NULL, unused).
     pub slab_of: Vec<usize>,
-    /// `c->slab` of each CPU.
-    pub cpu_slab: Vec<usize>,
+    /// `c->slab` of each CPU (a slab frozen for it), or none.
+    pub cpu_slab: Vec<Option<usize>>,
     /// Initial `c->freelist` of each CPU, head first.
     pub cpu_freelist: Vec<Vec<u64>>,
     /// Initial `slab->freelist` of each slab, head first.
     pub slab_freelist: Vec<Vec<u64>>,
+    /// The node's partial list, head first (slabs not frozen for a CPU).
+    pub node_partial: Vec<usize>,
     /// Initial fallback list of each CPU (the proposal only).
     pub irq_freelist: Vec<Vec<u64>>,
     /// Objects allocated before the execution starts, with their owner.
@@ -132,6 +188,11 @@ impl Setup {
     /// Number of objects.
     pub fn objects(&self) -> usize {
         self.slab_of.len() - 1
+    }
+
+    /// Number of slabs.
+    pub fn slabs(&self) -> usize {
+        self.slab_freelist.len()
     }
 }
 
@@ -154,6 +215,8 @@ pub enum List {
     Cpu(u8),
     /// The proposal's fallback list of a CPU.
     Irq(u8),
+    /// A CPU's list of frees deferred by `kfree_nolock` (`defer_free`).
+    Deferred(u8),
     /// `slab->freelist` of a slab.
     Slab(u8),
 }
@@ -163,13 +226,15 @@ impl std::fmt::Display for List {
         match self {
             List::Cpu(i) => write!(f, "c{i}->freelist"),
             List::Irq(i) => write!(f, "c{i}->irq_freelist"),
+            List::Deferred(i) => write!(f, "defer_free_objects[{i}]"),
             List::Slab(i) => write!(f, "slab{i}->freelist"),
         }
     }
 }
 
-/// One freelist as observed: its objects from the head, and whether the walk
-/// ran into a cycle. Fixed-size, so observing allocates nothing.
+/// One freelist as observed: its objects from the head, whether the walk ran
+/// into a cycle, and whether a link points at no object. Fixed-size, so
+/// observing allocates nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chain {
     pub list: List,
@@ -178,6 +243,8 @@ pub struct Chain {
     /// Bit `o` set for each object `o` on the list.
     mask: u32,
     pub cycle: bool,
+    /// A link that is no object (an allocated object's data), if any.
+    pub wild: Option<u64>,
 }
 
 impl Chain {
@@ -189,7 +256,7 @@ impl Chain {
     }
 
     pub fn contains(&self, obj: u64) -> bool {
-        self.mask >> obj & 1 == 1
+        obj < 32 && self.mask >> obj & 1 == 1
     }
 
     /// The head object, NULL for an empty list.
@@ -197,11 +264,19 @@ impl Chain {
         self.objects().next().unwrap_or(NULL)
     }
 
-    /// `obj1→obj2`, `NULL`, with `(cycle)` when the walk looped.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0 && self.wild.is_none()
+    }
+
+    /// `obj1→obj2`, `NULL`, with `(cycle)` or `→garbage` where the walk
+    /// stopped.
     pub fn render(&self) -> String {
         let mut s: Vec<String> = self.objects().map(obj_name).collect();
         if self.cycle {
             s.push("(cycle)".to_string());
+        }
+        if let Some(w) = self.wild {
+            s.push(obj_name(w));
         }
         if s.is_empty() {
             "NULL".to_string()
@@ -211,8 +286,8 @@ impl Chain {
     }
 }
 
-/// Lists an observation holds: two per CPU and one per slab.
-const MAX_LISTS: usize = 8;
+/// Lists an observation holds: three per CPU and one per slab.
+const MAX_LISTS: usize = 12;
 
 /// Every list of the cache at one instant (fixed-size, no allocation).
 #[derive(Clone, Copy, Debug)]
@@ -235,25 +310,60 @@ impl Lists {
 /// A CPU's `kmem_cache_cpu` as observed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CpuView {
-    pub slab: usize,
+    /// `c->slab`, none for NULL.
+    pub slab: Option<usize>,
     pub freelist: Chain,
     /// `c->tid`, for variants that have one.
     pub tid: Option<u64>,
-    /// Whether the CPU is inside the local-lock (IRQs off) section.
+    /// Whether the CPU's local lock is held (its fields may be half
+    /// updated).
     pub locked: bool,
     /// The proposal's fallback list.
     pub irq_freelist: Option<Chain>,
 }
 
+/// A slab's `{freelist, counters}` as observed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlabView {
+    pub inuse: u64,
+    pub frozen: bool,
+    /// Whether it is on the node's partial list.
+    pub on_partial: bool,
+}
+
 /// Bits of the packed pair that hold the object (the model has < 256).
 const PAIR_LO_BITS: u32 = 8;
+
+/// The `frozen` bit of a slab's counters word (above `inuse`).
+const FROZEN: u64 = 1 << 7;
 
 fn show_cpu_pair(w: u64) -> String {
     format!("{{{}, tid {}}}", obj_name(w & 0xff), w >> PAIR_LO_BITS)
 }
 
+fn show_counters(counters: u64) -> String {
+    let frozen = if counters & FROZEN != 0 {
+        ", frozen"
+    } else {
+        ""
+    };
+    format!("inuse {}{frozen}", counters & !FROZEN)
+}
+
 fn show_slab_pair(w: u64) -> String {
-    format!("{{{}, inuse {}}}", obj_name(w & 0xff), w >> PAIR_LO_BITS)
+    format!(
+        "{{{}, {}}}",
+        obj_name(w & 0xff),
+        show_counters(w >> PAIR_LO_BITS)
+    )
+}
+
+fn show_slab(v: u64) -> String {
+    if v == 0 {
+        "NULL".to_string()
+    } else {
+        format!("slab{}", v - 1)
+    }
 }
 
 /// An object pointer as a trace value.
@@ -263,10 +373,10 @@ fn obj_val(obj: u64) -> Val {
 
 /// An object pointer as the trace shows it.
 pub fn obj_name(v: u64) -> String {
-    if v == NULL {
-        "NULL".to_string()
-    } else {
-        format!("obj{v}")
+    match v {
+        NULL => "NULL".to_string(),
+        GARBAGE => "garbage".to_string(),
+        o => format!("obj{o}"),
     }
 }
 
@@ -278,36 +388,54 @@ enum Head {
     Word(Atomic),
 }
 
-/// mm/slub.c:struct kmem_cache_cpu (v6.12), plus the proposal's fields.
+/// mm/slub.c:struct kmem_cache_cpu (v6.18), plus the proposal's fields and
+/// the CPU's `defer_free_objects`.
 pub struct KmemCacheCpu {
     head: Head,
-    /// `c->slab`: fixed per CPU here (no deactivation is modelled).
-    slab: usize,
-    /// `c->lock` (`local_trylock_t`, v6.18): 1 while the slow path holds it.
+    /// `c->slab`: the slab number + 1, 0 for NULL.
+    slab: Atomic,
+    /// `c->lock` (`local_trylock_t`): 1 while held. On PREEMPT_RT it is the
+    /// word of the per-CPU sleeping lock itself, whose waiters sleep on
+    /// `rt_wait`.
     lock: Atomic,
+    rt_wait: (sync::Mutex, sync::Condvar),
     /// The proposal's pending-alloc marker.
     pending: Atomic,
     /// The proposal's fallback list head.
     irq_freelist: Atomic,
+    /// `defer_free_objects.objects` of this CPU: an llist linked through
+    /// the objects' free pointers.
+    defer: Atomic,
 }
 
-/// A frozen slab's `{freelist, counters}` (counters = objects in use).
+/// A slab's `{freelist, counters}` (counters = objects in use, frozen).
 pub struct SlabState {
     pair: DoubleWord,
     objects: u64,
+}
+
+/// mm/slub.c:struct kmem_cache_node (v6.18), reduced to its partial list.
+struct Node {
+    list_lock: SpinLock,
+    partial: Locked<Vec<usize>>,
 }
 
 struct Ghost {
     holders: Vec<Vec<(Name, Holder)>>,
     /// Operations completed per CPU (for the "interrupted" tracepoints).
     ops: Vec<u64>,
+    /// Slabs whose deactivation `defer_deactivate_slab` postponed, with
+    /// the objects of their CPU freelist (held in hand meanwhile).
+    deferred_slabs: Vec<(usize, Vec<u64>)>,
 }
 
-/// The cache: per-CPU state, slabs, objects' free pointers, ghost state.
+/// The cache: per-CPU state, slabs, the node, objects' free pointers, ghost
+/// state.
 pub struct Slub {
     pub variant: Variant,
     cpus: Vec<KmemCacheCpu>,
     slabs: Vec<SlabState>,
+    node: Node,
     /// Free pointer of each object (index 0 unused).
     fp: Vec<Atomic>,
     slab_of: Vec<usize>,
@@ -324,12 +452,19 @@ fn link(fp: &mut [u64], list: &[u64]) -> u64 {
     list.first().copied().unwrap_or(NULL)
 }
 
+fn slab_word(slab: Option<usize>) -> u64 {
+    slab.map_or(0, |s| s as u64 + 1)
+}
+
 impl Slub {
     /// kmem_cache_create + the state `setup` describes (built directly, not
     /// traced).
     pub fn new(variant: Variant, setup: &Setup) -> Slub {
         let n = setup.objects();
         let mut fp = vec![NULL; n + 1];
+        for (o, _) in &setup.owned {
+            fp[*o as usize] = GARBAGE;
+        }
         let cpu_heads: Vec<u64> = setup
             .cpu_freelist
             .iter()
@@ -348,53 +483,40 @@ impl Slub {
         let cpus = cpu_heads
             .iter()
             .enumerate()
-            .map(|(cpu, &head)| {
-                let head = if variant.versioned() {
-                    Head::Versioned(DoubleWord::with_format(
-                        &format!("c{cpu}->freelist_tid"),
-                        PAIR_LO_BITS,
-                        head,
-                        variant.init_tid(cpu),
-                        Show::With(show_cpu_pair),
-                    ))
-                } else {
-                    Head::Word(Atomic::with_format(
-                        format!("c{cpu}->freelist"),
-                        head,
-                        Show::With(obj_name),
-                    ))
-                };
-                KmemCacheCpu {
-                    head,
-                    slab: setup.cpu_slab[cpu],
-                    lock: Atomic::new(format!("c{cpu}->lock"), 0),
-                    pending: Atomic::new(format!("c{cpu}->pending"), 0),
-                    irq_freelist: Atomic::with_format(
-                        format!("c{cpu}->irq_freelist"),
-                        irq_heads.get(cpu).copied().unwrap_or(NULL),
-                        Show::With(obj_name),
-                    ),
-                }
-            })
+            .map(|(cpu, &head)| KmemCacheCpu::new(variant, cpu, head, setup, &irq_heads))
             .collect();
         let slabs = slab_heads
             .iter()
             .enumerate()
             .map(|(s, &head)| {
                 let objects = setup.slab_of.iter().skip(1).filter(|&&o| o == s).count() as u64;
-                let free = setup.slab_freelist[s].len() as u64;
+                // Objects on a CPU's lists count as in use: a frozen slab
+                // gave its CPU its whole freelist at once.
+                let inuse = objects - setup.slab_freelist[s].len() as u64;
+                let frozen = if setup.cpu_slab.contains(&Some(s)) {
+                    FROZEN
+                } else {
+                    0
+                };
+                let counters = inuse | frozen;
                 SlabState {
                     pair: DoubleWord::with_format(
                         &format!("slab{s}->freelist_counters"),
                         PAIR_LO_BITS,
                         head,
-                        objects - free,
+                        counters,
                         Show::With(show_slab_pair),
+                    )
+                    .with_halves(
+                        (&format!("slab{s}->freelist"), Show::With(obj_name)),
+                        (&format!("slab{s}->counters"), Show::With(show_counters)),
                     ),
                     objects,
                 }
             })
             .collect();
+        let list_lock = SpinLock::new("n->list_lock");
+        let partial = Locked::new(&list_lock, setup.node_partial.clone());
         let mut holders = vec![Vec::new(); n + 1];
         for (o, who) in &setup.owned {
             holders[*o as usize].push((intern(who), Holder::Owned));
@@ -403,6 +525,7 @@ impl Slub {
             variant,
             cpus,
             slabs,
+            node: Node { list_lock, partial },
             fp: (0..=n)
                 .map(|o| Atomic::with_format(format!("obj{o}->next"), fp[o], Show::With(obj_name)))
                 .collect(),
@@ -410,6 +533,7 @@ impl Slub {
             ghost: GhostMutex::new(Ghost {
                 holders,
                 ops: vec![0; setup.cpu_slab.len()],
+                deferred_slabs: Vec::new(),
             }),
         }
     }
@@ -455,7 +579,7 @@ impl Slub {
         let got = if self.variant.is_guzik() {
             self.guzik_slab_alloc(c)
         } else {
-            self.slab_alloc_node(c)
+            self.slab_alloc_node(c, true).ok().flatten()
         };
         if got.is_none() {
             self.op_done(c);
@@ -472,14 +596,14 @@ impl Slub {
         if self.variant.is_guzik() {
             self.guzik_slab_free(c, obj);
         } else {
-            self.do_slab_free(c, obj);
+            self.do_slab_free(c, obj, true);
         }
         self.unhold(c, obj, Holder::InHand);
         self.op_done(c);
     }
 
     /// mm/slub.c:kmalloc_nolock (v6.18): the allocation an NMI (or a BPF
-    /// program under a kprobe) may make.
+    /// program) may make. NULL when it would have to wait.
     pub fn kmalloc_nolock(&self, c: &OnCpu) -> Option<u64> {
         let _f = c.enter("kmalloc_nolock");
         let got = self.nolock_alloc(c);
@@ -490,16 +614,42 @@ impl Slub {
         got
     }
 
-    /// The objects linked from `head` (ghost reads, stops at a cycle): a
-    /// list an allocator detached in one step, held until it is installed.
+    /// mm/slub.c:kfree_nolock (v6.18): the free an NMI may make.
+    pub fn kfree_nolock(&self, c: &OnCpu, obj: u64) {
+        let _f = c.enter("kfree_nolock");
+        self.unhold(c, obj, Holder::Owned);
+        self.hold(c, obj, Holder::InHand);
+        if self.variant.is_guzik() {
+            self.guzik_slab_free(c, obj);
+        } else {
+            self.do_slab_free(c, obj, false);
+        }
+        self.unhold(c, obj, Holder::InHand);
+        self.op_done(c);
+    }
+
+    /// What the caller of an allocation does first with its object: writes
+    /// its own data over the word that held the free pointer.
+    pub fn init_object(&self, c: &OnCpu, obj: u64) {
+        let _f = c.enter("init_object");
+        self.fp[obj as usize].write_once(c, GARBAGE);
+    }
+
+    /// The objects linked from `head` (ghost reads, stops at a cycle or a
+    /// wild link): a list an allocator detached in one step, held until it
+    /// is installed.
     fn chain_from(&self, head: u64) -> Vec<u64> {
         let mut out = Vec::new();
         let mut o = head;
-        while o != NULL && !out.contains(&o) && out.len() < self.fp.len() {
+        while self.is_object(o) && !out.contains(&o) {
             out.push(o);
             o = self.fp[o as usize].peek();
         }
         out
+    }
+
+    fn is_object(&self, o: u64) -> bool {
+        o != NULL && (o as usize) < self.fp.len()
     }
 
     fn walk(&self, list: List, head: u64) -> Chain {
@@ -509,9 +659,14 @@ impl Slub {
             len: 0,
             mask: 0,
             cycle: false,
+            wild: None,
         };
         let mut o = head;
         while o != NULL {
+            if !self.is_object(o) {
+                ch.wild = Some(o);
+                break;
+            }
             if ch.contains(o) || usize::from(ch.len) == MAX_OBJECTS {
                 ch.cycle = true;
                 break;
@@ -539,17 +694,18 @@ impl Slub {
         self.slab_of[obj as usize]
     }
 
-    /// `c->slab` of CPU `i`.
-    pub fn cpu_slab(&self, i: usize) -> usize {
-        self.cpus[i].slab
+    /// Number of slabs.
+    pub fn nslabs(&self) -> usize {
+        self.slabs.len()
     }
 
-    /// CPU `i`'s freelist head, tid (for variants that have one) and
-    /// whether it is inside its local-lock section, without walking the list.
-    pub fn cpu_head(&self, i: usize) -> (u64, Option<u64>, bool) {
+    /// CPU `i`'s freelist head, `c->slab`, tid (for variants that have
+    /// one) and whether it is inside its local-lock section, without walking
+    /// the list.
+    pub fn cpu_head(&self, i: usize) -> (u64, Option<usize>, Option<u64>, bool) {
         let kc = &self.cpus[i];
         let (head, tid) = kc.peek();
-        (head, tid, kc.lock.peek() != 0)
+        (head, kc.peek_slab(), tid, kc.lock.peek() != 0)
     }
 
     /// CPU `i`'s `kmem_cache_cpu` as observers see it (ghost peeks only).
@@ -557,7 +713,7 @@ impl Slub {
         let kc = &self.cpus[i];
         let (head, tid) = kc.peek();
         CpuView {
-            slab: kc.slab,
+            slab: kc.peek_slab(),
             freelist: self.walk(List::Cpu(i as u8), head),
             tid,
             locked: kc.lock.peek() != 0,
@@ -566,6 +722,21 @@ impl Slub {
                 .is_guzik()
                 .then(|| self.walk(List::Irq(i as u8), kc.irq_freelist.peek())),
         }
+    }
+
+    /// Slab `s` as observers see it.
+    pub fn slab_view(&self, s: usize) -> SlabView {
+        let counters = self.slabs[s].pair.peek().1;
+        SlabView {
+            inuse: counters & !FROZEN,
+            frozen: counters & FROZEN != 0,
+            on_partial: self.node.partial.peek(|p| p.contains(&s)),
+        }
+    }
+
+    /// The node's partial list (ghost).
+    pub fn node_partial(&self) -> Vec<usize> {
+        self.node.partial.peek(Vec::clone)
     }
 
     /// Every list walked once, per-CPU ones first, then the slabs'.
@@ -586,7 +757,10 @@ impl Slub {
     pub fn chains(&self) -> impl Iterator<Item = Chain> + '_ {
         let per_cpu = (0..self.cpus.len()).flat_map(move |i| {
             let v = self.cpu_view(i);
-            std::iter::once(v.freelist).chain(v.irq_freelist)
+            let defer = self.walk(List::Deferred(i as u8), self.cpus[i].defer.peek());
+            std::iter::once(v.freelist)
+                .chain(v.irq_freelist)
+                .chain((!defer.is_empty()).then_some(defer))
         });
         let slabs = self
             .slabs
@@ -601,7 +775,8 @@ impl Slub {
         self.ghost(|g| f(&g.holders))
     }
 
-    /// One line per CPU and slab, then who holds what: a violation's state.
+    /// One line per CPU and slab, the node's partial list, then who holds
+    /// what: a violation's state.
     pub fn render(&self) -> String {
         let mut lines = Vec::new();
         for i in 0..self.cpus.len() {
@@ -611,15 +786,39 @@ impl Slub {
                 .irq_freelist
                 .map(|ch| format!(" irq_freelist={}", ch.render()))
                 .unwrap_or_default();
+            let locked = if c.locked { " (locked)" } else { "" };
             lines.push(format!(
-                "cpu{i}: slab{} freelist={}{tid}{irq}",
-                c.slab,
+                "cpu{i}: slab={} freelist={}{tid}{irq}{locked}",
+                show_slab(slab_word(c.slab)),
                 c.freelist.render()
             ));
         }
-        for ch in self.chains().filter(|c| matches!(c.list, List::Slab(_))) {
+        for ch in self
+            .chains()
+            .filter(|c| matches!(c.list, List::Deferred(_)))
+        {
             lines.push(format!("{}={}", ch.list, ch.render()));
         }
+        for (s, ch) in self
+            .chains()
+            .filter(|c| matches!(c.list, List::Slab(_)))
+            .enumerate()
+        {
+            let v = self.slab_view(s);
+            let frozen = if v.frozen { " frozen" } else { "" };
+            lines.push(format!(
+                "{}={} inuse={}{frozen}",
+                ch.list,
+                ch.render(),
+                v.inuse
+            ));
+        }
+        let partial: Vec<String> = self
+            .node_partial()
+            .iter()
+            .map(|s| format!("slab{s}"))
+            .collect();
+        lines.push(format!("node partial: [{}]", partial.join(", ")));
         let held: Vec<String> = self.with_holders(|holders| {
             holders
                 .iter()
@@ -643,23 +842,81 @@ impl Slub {
         lines.join("\n")
     }
 
-    /// mm/slub.c:set_freepointer (v6.12): link `obj` to `next`.
+    /// mm/slub.c:set_freepointer (v6.18): link `obj` to `next`.
     fn set_freepointer(&self, t: &Task, obj: u64, next: u64) {
         self.fp[obj as usize].write_once(t, next);
     }
 
-    /// mm/slub.c:get_freepointer_safe (v6.12): the speculative, non-faulting
-    /// read of a possibly already allocated object's free pointer.
+    /// mm/slub.c:get_freepointer_safe (v6.18): the speculative, non-faulting
+    /// read of a possibly already allocated object's free pointer (garbage,
+    /// if its owner has written it).
     fn get_freepointer_safe(&self, t: &Task, obj: u64) -> u64 {
         self.fp[obj as usize].read_once(t)
     }
 
+    /// mm/slub.c:get_freepointer (v6.18): the free pointer of a free object.
+    /// An object that is none (garbage) cannot be dereferenced.
+    fn get_freepointer(&self, t: &Task, obj: u64) -> u64 {
+        if !self.is_object(obj) {
+            t.violation(
+                "no_wild_pointer",
+                format!("{} dereferenced as an object's free pointer", obj_name(obj)),
+            );
+        }
+        self.fp[obj as usize].read_once(t)
+    }
+
     fn in_irq(t: &Task) -> bool {
-        t.context() != Context::Task
+        t.context() != Context::Task && t.context() != Context::Kthread
     }
 }
 
 impl KmemCacheCpu {
+    fn new(variant: Variant, cpu: usize, head: u64, setup: &Setup, irq_heads: &[u64]) -> Self {
+        let head = if variant.versioned() {
+            Head::Versioned(
+                DoubleWord::with_format(
+                    &format!("c{cpu}->freelist_tid"),
+                    PAIR_LO_BITS,
+                    head,
+                    variant.init_tid(cpu),
+                    Show::With(show_cpu_pair),
+                )
+                .with_halves(
+                    (&format!("c{cpu}->freelist"), Show::With(obj_name)),
+                    (&format!("c{cpu}->tid"), Show::Dec),
+                ),
+            )
+        } else {
+            Head::Word(Atomic::with_format(
+                format!("c{cpu}->freelist"),
+                head,
+                Show::With(obj_name),
+            ))
+        };
+        KmemCacheCpu {
+            head,
+            slab: Atomic::with_format(
+                format!("c{cpu}->slab"),
+                slab_word(setup.cpu_slab[cpu]),
+                Show::With(show_slab),
+            ),
+            lock: Atomic::new(format!("c{cpu}->lock"), 0),
+            rt_wait: (sync::Mutex::new(), sync::Condvar::new()),
+            pending: Atomic::new(format!("c{cpu}->pending"), 0),
+            irq_freelist: Atomic::with_format(
+                format!("c{cpu}->irq_freelist"),
+                irq_heads.get(cpu).copied().unwrap_or(NULL),
+                Show::With(obj_name),
+            ),
+            defer: Atomic::with_format(
+                format!("defer_free_objects[{cpu}]"),
+                NULL,
+                Show::With(obj_name),
+            ),
+        }
+    }
+
     fn peek(&self) -> (u64, Option<u64>) {
         match &self.head {
             Head::Versioned(dw) => {
@@ -667,6 +924,13 @@ impl KmemCacheCpu {
                 (f, Some(t))
             }
             Head::Word(w) => (w.peek(), None),
+        }
+    }
+
+    fn peek_slab(&self) -> Option<usize> {
+        match self.slab.peek() {
+            0 => None,
+            s => Some(s as usize - 1),
         }
     }
 
@@ -686,7 +950,20 @@ impl KmemCacheCpu {
         }
     }
 
-    /// `c->freelist = v` by the slow path (IRQs off).
+    /// READ_ONCE(c->slab).
+    fn read_slab(&self, t: &Task) -> Option<usize> {
+        match self.slab.read_once(t) {
+            0 => None,
+            s => Some(s as usize - 1),
+        }
+    }
+
+    /// `c->slab = slab` by the holder of the local lock.
+    fn write_slab(&self, t: &Task, slab: Option<usize>) {
+        self.slab.write_once(t, slab_word(slab));
+    }
+
+    /// `c->freelist = v` by the holder of the local lock.
     fn write_freelist(&self, t: &Task, v: u64) {
         match &self.head {
             Head::Versioned(dw) => dw.write_lo(t, v),
@@ -694,20 +971,21 @@ impl KmemCacheCpu {
         }
     }
 
-    /// `c->tid = v` by the slow path (IRQs off); nothing without a tid.
+    /// `c->tid = v` by the holder of the local lock; nothing without a tid.
     fn write_tid(&self, t: &Task, v: u64) {
         if let Head::Versioned(dw) = &self.head {
             dw.write_hi(t, v);
         }
     }
 
-    /// The CPU-local fast-path update of the head: the double-width
-    /// `this_cpu_try_cmpxchg128` on `{freelist, tid}`, or a single-width
-    /// `this_cpu_cmpxchg` on the freelist word. True on success.
+    /// The CPU-local fast-path update of the head:
+    /// mm/slub.c:__update_cpu_freelist_fast (v6.18), the double-width
+    /// `this_cpu_try_cmpxchg_freelist` on `{freelist, tid}`, or a
+    /// single-width `this_cpu_cmpxchg` on the freelist word. True on success.
     fn update_freelist_fast(&self, t: &Task, old: (u64, u64), new: (u64, u64)) -> bool {
         match &self.head {
             Head::Versioned(dw) => dw.this_cpu_cmpxchg_double(t, old, new),
-            Head::Word(w) => w.cmpxchg_relaxed(t, old.0, new.0) == old.0,
+            Head::Word(w) => w.this_cpu_cmpxchg(t, old.0, new.0) == old.0,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Marked accesses, atomics and barriers with the kernel's ordering classes,
 //! mapped onto C11 (tools/memory-model/Documentation/explanation.txt,
-//! Documentation/atomic_t.txt, v6.12).
+//! Documentation/atomic_t.txt; the semantics of brief §7.12).
 //!
 //! Every [`Atomic`] carries a ghost copy of the value its latest executed
 //! store wrote, which specs read with [`Atomic::peek`] without an engine
@@ -10,7 +10,7 @@
 //!
 //! | kernel | here | vs LKMM | error direction |
 //! |---|---|---|---|
-//! | `READ_ONCE` / `WRITE_ONCE` | `Relaxed` load / store | same (single-copy atomic, unordered) | exact |
+//! | `READ_ONCE` / `WRITE_ONCE` | `Relaxed` load / store | both single-copy atomic and otherwise unordered, but LKMM orders a `READ_ONCE` that heads an address dependency before the access through the pointer it loaded; `Relaxed` does not | weaker: may raise a **false alarm** where code relies on an address dependency from a `READ_ONCE` (such loads use [`Atomic::rcu_dereference`], an acquire load) |
 //! | `smp_load_acquire` / `smp_store_release` | `Acquire` / `Release` | same for the accesses involved; LKMM release is not cumulative the way C11 release sequences are extended by RMWs | exact for our patterns |
 //! | `rcu_dereference` | `Acquire` load | LKMM orders only accesses *dependent* on the loaded pointer; acquire orders every later access | stronger: may **miss** a bug that needs a broken dependency |
 //! | `rcu_assign_pointer` | `Release` store | same | exact |
@@ -21,7 +21,9 @@
 //! | failed `cmpxchg` | a `Relaxed` load (the fenced RMW runs only when the load saw the expected value; if the word changes in between, the failure is fenced) | unordered in both | exact, except that rare fenced failure (stronger) |
 //! | `smp_mb__after_atomic` / `smp_mb__after_spinlock` | `fence(SeqCst)` | full barrier after the RMW or lock | exact |
 //! | non-value-returning RMW (`atomic_inc`, `set_bit`) and `_relaxed` forms | `Relaxed` RMW | same | exact |
-//! | control dependencies (LKMM orders load→dependent store) | not modelled | C11 has no control dependencies | weaker: may raise a **false alarm** on load-buffering shapes; none of our models relies on one |
+//! | control dependencies (LKMM orders a load before a store that depends on it through a branch) | not modelled | C11 has none, which alone would be weaker; but the engines never produce load buffering (loom reads only stores that already ran, shuttle is sequentially consistent), the only outcome a control dependency forbids | stronger in practice: may **miss** a bug where a control dependency is missing (an LB shape); the litmus tests that need load buffering are `#[ignore]`d |
+//! | `this_cpu_cmpxchg` / `this_cpu_try_cmpxchg128` (no LOCK) | a `Relaxed` load and store with no interrupt or preemption point between them (`Atomic::cas_this_cpu`) | atomic against the local CPU only, unordered | exact: a same-CPU handler cannot split it; a write by another CPU between the load and the store is lost |
+//! | regions with preemption or IRQs disabled (a held spinlock) as RCU read-side critical sections (v4.20+) | the task's RCU-sched word, a read-modify-write at each entry and exit, and one by every grace period (`kernel::task`, `kernel::rcu`) | the kernel's grace period waits for a quiescent state of every CPU | exact for the RCU guarantee; it synchronises the grace period with the region's own task only, and orders nothing for a task no grace period looks at |
 //! | `barrier()` | nothing | compiler-only | exact for cross-thread reasoning; same-CPU IRQ code sees program order by construction (`kernel::percpu`) |
 
 use std::sync::atomic::AtomicU64 as GhostU64;
@@ -80,11 +82,19 @@ impl Atomic {
         self.word.load(Ordering::Relaxed)
     }
 
+    /// A load that records no step and is no interrupt point: for a waiter
+    /// that already left its CPU (`Task::sleep`) re-checking its condition
+    /// under the lock of its wait queue.
+    pub(crate) fn load_unrecorded(&self, o: Ordering) -> u64 {
+        self.word.load(o)
+    }
+
     fn set_ghost(&self, v: u64) {
         self.ghost.store(v, Ordering::SeqCst);
     }
 
     fn load(&self, t: &Task, o: Ordering, how: &'static str) -> u64 {
+        t.engine_op();
         let _s = atomic_section();
         let v = self.word.load(o);
         t.step(Effect::Load {
@@ -104,6 +114,7 @@ impl Atomic {
     }
 
     fn store(&self, t: &Task, v: u64, o: Ordering) {
+        t.engine_op();
         let _s = atomic_section();
         let old = self.peek();
         self.word.store(v, o);
@@ -136,6 +147,47 @@ impl Atomic {
     pub fn write_once(&self, t: &Task, v: u64) {
         self.store(t, v, Ordering::Relaxed)
     }
+    /// WRITE_ONCE of part of the word: the value stored is `f` of the word
+    /// as the latest store left it, taken after the interrupt point before
+    /// the store (so a same-CPU handler's update of the other part is kept,
+    /// as it is when the parts are separate words).
+    /// The step shows the part as `part` says (its name and how to show its
+    /// value in the word), or the whole word.
+    pub(crate) fn write_once_update(
+        &self,
+        t: &Task,
+        f: impl FnOnce(u64) -> u64,
+        part: Option<(Name, &dyn Fn(u64) -> Val)>,
+    ) {
+        t.engine_op();
+        let _s = atomic_section();
+        let old = self.peek();
+        let v = f(old);
+        self.word.store(v, Ordering::Relaxed);
+        self.set_ghost(v);
+        match part {
+            Some((var, show)) => t.step(Effect::Store {
+                var,
+                old: show(old),
+                new: show(v),
+            }),
+            None => self.stored(t, old, v),
+        }
+    }
+
+    /// READ_ONCE of part of the word: the step shows `var` with the value
+    /// `show` picks out of the word.
+    pub(crate) fn read_once_part(&self, t: &Task, var: Name, show: &dyn Fn(u64) -> Val) -> u64 {
+        t.engine_op();
+        let _s = atomic_section();
+        let v = self.word.load(Ordering::Relaxed);
+        t.step(Effect::Load {
+            how: "READ_ONCE",
+            var,
+            val: show(v),
+        });
+        v
+    }
     /// smp_load_acquire.
     pub fn load_acquire(&self, t: &Task) -> u64 {
         self.load(t, Ordering::Acquire, "smp_load_acquire")
@@ -159,6 +211,7 @@ impl Atomic {
     /// A plain `x += d` by the only writer (serialised by a lock or by
     /// running on the owning CPU): a load and a store, recorded as one step.
     pub fn nonatomic_add(&self, t: &Task, d: u64) -> u64 {
+        t.engine_op();
         let _s = atomic_section();
         let old = self.word.load(Ordering::Relaxed);
         let v = old.wrapping_add(d);
@@ -188,6 +241,7 @@ impl Atomic {
         op: impl FnOnce(&sync::AtomicU64, Ordering) -> u64,
         new: impl Fn(u64) -> u64,
     ) -> u64 {
+        t.engine_op();
         let _s = atomic_section();
         t.cost(Counter::AtomicRmw, 1);
         if full {
@@ -312,6 +366,7 @@ impl Atomic {
         what: &'static str,
         counter: Counter,
     ) -> u64 {
+        t.engine_op();
         let _s = atomic_section();
         t.cost(counter, 1);
         if full {
@@ -342,6 +397,35 @@ impl Atomic {
         r.unwrap_or_else(|seen| seen)
     }
 
+    /// A compare-and-exchange that is atomic only against the code of the
+    /// caller's own CPU (`this_cpu_cmpxchg` and its double-width form, no
+    /// LOCK prefix): a load, a comparison and a store, with no interrupt or
+    /// preemption point between them (the caller keeps its CPU), but
+    /// nothing keeps another CPU from writing the word in between, whose
+    /// update the store then overwrites. Unordered. Returns the value found.
+    pub(crate) fn cas_this_cpu(
+        &self,
+        t: &Task,
+        old: u64,
+        new: u64,
+        what: &'static str,
+        counter: Counter,
+    ) -> u64 {
+        t.engine_op();
+        let _s = atomic_section();
+        t.cost(counter, 1);
+        let seen = self.word.load(Ordering::Relaxed);
+        let r = if seen == old {
+            self.word.store(new, Ordering::Relaxed);
+            self.set_ghost(new);
+            Ok(seen)
+        } else {
+            Err(seen)
+        };
+        self.cas_step(t, what, old, new, r);
+        seen
+    }
+
     fn cas_step(&self, t: &Task, op: &'static str, old: u64, new: u64, r: Result<u64, u64>) {
         t.step(Effect::Cmpxchg {
             op,
@@ -356,6 +440,11 @@ impl Atomic {
     /// cmpxchg: fully ordered; returns the value found (success iff == old).
     pub fn cmpxchg(&self, t: &Task, old: u64, new: u64) -> u64 {
         self.cas(t, true, old, new, "cmpxchg", Counter::AtomicRmw)
+    }
+    /// this_cpu_cmpxchg: atomic against the local CPU only, unordered (see
+    /// `cas_this_cpu`); returns the value found.
+    pub fn this_cpu_cmpxchg(&self, t: &Task, old: u64, new: u64) -> u64 {
+        self.cas_this_cpu(t, old, new, "this_cpu_cmpxchg", Counter::AtomicRmw)
     }
     /// cmpxchg_relaxed: unordered; returns the value found.
     pub fn cmpxchg_relaxed(&self, t: &Task, old: u64, new: u64) -> u64 {
@@ -380,6 +469,7 @@ impl Atomic {
 }
 
 fn barrier_step(t: &Task, o: Ordering, what: &'static str) {
+    t.engine_op();
     let _s = atomic_section();
     sync::fence(o);
     t.step(Effect::Fence(what));

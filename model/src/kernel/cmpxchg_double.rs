@@ -1,6 +1,9 @@
-//! Double-width compare-and-exchange (cmpxchg16b / `try_cmpxchg128`,
-//! `this_cpu_try_cmpxchg128`; arch/x86/include/asm/cmpxchg_64.h,
-//! mm/slab.h `freelist_aba_t`, v6.12).
+//! Double-width compare-and-exchange on a `freelist_aba_t` pair, as
+//! mm/slub.c (v6.18) uses it: `try_cmpxchg_freelist` on a slab's
+//! `{freelist, counters}` (`__update_freelist_fast`) and
+//! `this_cpu_try_cmpxchg_freelist` on a CPU's `{freelist, tid}`
+//! (`__update_cpu_freelist_fast`); on x86-64, cmpxchg16b with and without
+//! the LOCK prefix (brief §7.11; the arch headers were not re-read).
 //!
 //! Two adjacent words are compared with expected values and, if both match,
 //! replaced indivisibly. loom has no `AtomicU128` (tokio-rs/loom#387), so the
@@ -11,19 +14,29 @@
 //! Two forms: the LOCK-prefixed [`DoubleWord::cmpxchg_double`] is atomic
 //! across CPUs and fully ordered (a value-returning atomic); the `this_cpu`
 //! form [`DoubleWord::this_cpu_cmpxchg_double`] is atomic only against the
-//! local CPU (interrupts cannot split it) and implies no barrier. Only code
-//! running on the owning CPU may use it on a per-CPU pair; that discipline is
-//! the model's, as in the kernel.
+//! local CPU (interrupts cannot split it) and implies no barrier: it is a
+//! load and a store with no interrupt point between them, so a write by
+//! another CPU in between is lost. Only code running on the owning CPU may
+//! use it on a per-CPU pair; that discipline is the model's, as in the
+//! kernel, and breaking it shows as a lost update.
+//!
+//! The two words are separate in the kernel (`c->freelist`, `c->tid`): a
+//! plain store of one ([`DoubleWord::write_lo`]) keeps the other half as the
+//! latest store left it, so it never undoes another writer's update of the
+//! other word.
 
 use super::atomic::Atomic;
 use crate::exec::Counter;
 use crate::kernel::task::Task;
-use crate::trace::Show;
+use crate::trace::{intern, Name, Show, Val};
 
 /// A pair of words updated together.
 pub struct DoubleWord {
     word: Atomic,
     lo_bits: u32,
+    /// The two words' own names and forms, for steps that touch one of them
+    /// (`c0->freelist`, `c0->tid`); without them such steps show the pair.
+    halves: Option<[(Name, Show); 2]>,
 }
 
 fn pack(lo_bits: u32, lo: u64, hi: u64) -> u64 {
@@ -58,6 +71,57 @@ impl DoubleWord {
         DoubleWord {
             word: Atomic::with_format(name, pack(lo_bits, lo, hi), show),
             lo_bits,
+            halves: None,
+        }
+    }
+
+    /// This pair with a name and a form for each word: a step that reads or
+    /// writes one word shows that word alone (`READ_ONCE(c0->tid) = 2`).
+    pub fn with_halves(self, lo: (&str, Show), hi: (&str, Show)) -> DoubleWord {
+        DoubleWord {
+            halves: Some([(intern(lo.0), lo.1), (intern(hi.0), hi.1)]),
+            ..self
+        }
+    }
+
+    /// How a step shows word `i` (0: first, 1: second), if it has its own
+    /// name.
+    fn half(&self, i: usize) -> Option<(Name, impl Fn(u64) -> Val + '_)> {
+        self.halves.map(|h| {
+            let (name, show) = h[i];
+            let f = move |w: u64| {
+                let (lo, hi) = self.unpack(w);
+                Val::with(if i == 0 { lo } else { hi }, show)
+            };
+            (name, f)
+        })
+    }
+
+    fn read_half(&self, t: &Task, i: usize) -> u64 {
+        let w = match self.half(i) {
+            Some((name, show)) => self.word.read_once_part(t, name, &show),
+            None => self.word.read_once(t),
+        };
+        let (lo, hi) = self.unpack(w);
+        if i == 0 {
+            lo
+        } else {
+            hi
+        }
+    }
+
+    fn write_half(&self, t: &Task, i: usize, v: u64) {
+        let f = |w: u64| {
+            let (lo, hi) = self.unpack(w);
+            if i == 0 {
+                self.pack(v, hi)
+            } else {
+                self.pack(lo, v)
+            }
+        };
+        match self.half(i) {
+            Some((name, show)) => self.word.write_once_update(t, f, Some((name, &show))),
+            None => self.word.write_once_update(t, f, None),
         }
     }
 
@@ -82,25 +146,23 @@ impl DoubleWord {
 
     /// READ_ONCE of the first word.
     pub fn read_lo(&self, t: &Task) -> u64 {
-        self.unpack(self.word.read_once(t)).0
+        self.read_half(t, 0)
     }
 
     /// READ_ONCE of the second word.
     pub fn read_hi(&self, t: &Task) -> u64 {
-        self.unpack(self.word.read_once(t)).1
+        self.read_half(t, 1)
     }
 
     /// A plain store of the first word by its only writer (e.g. the slow
     /// path with IRQs off): the second word is untouched.
     pub fn write_lo(&self, t: &Task, lo: u64) {
-        let (_, hi) = self.peek();
-        self.word.write_once(t, self.pack(lo, hi));
+        self.write_half(t, 0, lo);
     }
 
     /// A plain store of the second word by its only writer.
     pub fn write_hi(&self, t: &Task, hi: u64) {
-        let (lo, _) = self.peek();
-        self.word.write_once(t, self.pack(lo, hi));
+        self.write_half(t, 1, hi);
     }
 
     /// cmpxchg_double / try_cmpxchg128 with LOCK: cross-CPU, fully ordered.
@@ -112,16 +174,13 @@ impl DoubleWord {
     }
 
     /// this_cpu_try_cmpxchg128 (no LOCK prefix): atomic against the local
-    /// CPU only, no ordering.
+    /// CPU only (no interrupt of this CPU can split it), no ordering. Another
+    /// CPU writing the pair between its load and its store loses its update:
+    /// only the owning CPU may use it on a per-CPU pair, as in the kernel.
     pub fn this_cpu_cmpxchg_double(&self, t: &Task, old: (u64, u64), new: (u64, u64)) -> bool {
         let (o, n) = (self.pack(old.0, old.1), self.pack(new.0, new.1));
-        self.word.cas(
-            t,
-            false,
-            o,
-            n,
-            "this_cpu_cmpxchg_double",
-            Counter::CmpxchgDouble,
-        ) == o
+        self.word
+            .cas_this_cpu(t, o, n, "this_cpu_cmpxchg_double", Counter::CmpxchgDouble)
+            == o
     }
 }

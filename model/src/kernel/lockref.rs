@@ -1,12 +1,30 @@
-//! struct lockref: a spinlock and a count in one 64-bit word (lib/lockref.c,
-//! include/linux/lockref.h, v6.12).
+//! struct lockref: a spinlock and a count in one 64-bit word (lib/lockref.c
+//! as read in the copy id 181051326, a CMPXCHG_LOOP version of 2018–2023 of
+//! unknown repository; include/linux/lockref.h; the callers in fs/dcache.c
+//! vfs-7.3-rc5.fixes).
 //!
 //! The lockless path (CMPXCHG_LOOP) reads the word and, while the embedded
 //! lock is observed *unlocked*, tries a relaxed 64-bit cmpxchg of the whole
-//! word; after a bounded number of failures it falls back to the lock.
-//! Because the cmpxchg compares the lock bits too, a lockless update can never
-//! land inside a locked section. The ordering is relaxed: dentry contents are
-//! ordered by RCU and `d_seq`, not by the lockref. A negative count means dead.
+//! word; once it gives up it falls back to the lock (`lockref_put_return`
+//! instead returns -1 and leaves the lock to its caller). Because the cmpxchg
+//! compares the lock bits too, a lockless update can never land inside a
+//! locked section. The ordering is relaxed: dentry contents are ordered by RCU
+//! and `d_seq`, not by the lockref. A negative count means dead.
+//!
+//! # How long the lockless loop tries
+//!
+//! The copy read retries for as long as it sees the lock free; issue 9 and the
+//! brief give current kernels a bound of 100 failed cmpxchgs (not re-read
+//! here). The model gives up after [`MODEL_RETRIES`] = 2, the smallest bound at
+//! which two contending threads reach the fallback. What that bound does:
+//! - it explores the fallback (the lock path, or `lockref_put_return`'s -1)
+//!   after two failures, where a kernel with a bound of 100 would still be
+//!   retrying: a caller's slow path is explored in more executions than the
+//!   kernel can produce — a possible false alarm, only if that slow path is
+//!   wrong in a way the fast path is not;
+//! - it never explores a lockless success after 3 to 100 failures, which
+//!   leaves the same state as a success after fewer failures (each failure
+//!   only re-reads the word): no bug is hidden by it.
 
 use super::atomic::Atomic;
 use super::spinlock::next_lock_id;
@@ -21,8 +39,8 @@ const COUNT_MASK: u64 = (1 << 32) - 1;
 /// The count lockref_mark_dead stores.
 pub const DEAD_COUNT: i32 = -128;
 
-/// The kernel's lockless retry budget (CMPXCHG_LOOP) is 100; models use a
-/// small one so the fallback to the lock is reachable.
+/// How many failed cmpxchgs the lockless loop takes before it gives up (see
+/// the module docs for what this bound explores and what it does not).
 pub const MODEL_RETRIES: u32 = 2;
 
 fn count_of(w: u64) -> i32 {

@@ -1,18 +1,36 @@
 //! RCU and slab object lifetimes (include/linux/rcupdate.h, kernel/rcu/tree.c,
-//! mm/slab_common.c, v6.12).
+//! mm/slab_common.c; the semantics of brief §7.5, with the v4.20 flavour
+//! consolidation).
 //!
 //! Readers announce themselves in a per-reader word; `synchronize_rcu` waits
 //! for every reader that was inside a read-side section when it started (the
 //! userspace-RCU "memory barrier" flavour: SC fences around the announcement,
-//! which gives the LKMM RCU guarantee under C11). `rcu_read_lock_sched` is
-//! treated the same way: since v4.20 `synchronize_rcu` waits for it too.
+//! which gives the LKMM RCU guarantee under C11).
+//!
+//! Since v4.20 the flavours are one: a region with preemption disabled, IRQs
+//! disabled or a spinlock held (which disables preemption) is a read-side
+//! critical section too, and `synchronize_rcu` waits for it. Every task
+//! announces such regions on its own RCU-sched word (`kernel::task`), and a
+//! grace period waits on the word of every task of the execution exactly as
+//! on a reader slot. [`RcuFlavor::PreV420`] is the older kernel, whose
+//! `synchronize_rcu` did not wait for them (that took `synchronize_sched`).
+//!
+//! Callbacks queued by `call_rcu` run on the grace-period actor
+//! ([`Rcu::gp_kthread`]) during the execution, after a grace period that
+//! started after they were queued; whatever is still pending at quiescence
+//! runs in [`Rcu::rcu_barrier`].
 //!
 //! Objects live in a [`Slab`]: `kfree` (or a `call_rcu` callback after a
 //! grace period) marks an object freed, and **any later access is a
 //! use-after-free violation** naming the object, who freed it and who touched
 //! it. A `SLAB_TYPESAFE_BY_RCU` cache instead recycles freed memory at once
 //! for a new object of the same type: that is a distinct, legal event, and the
-//! reader must re-validate identity after taking a reference.
+//! reader must re-validate identity after taking a reference. Its memory is
+//! not type-stable forever: a cache made with [`Slab::typesafe_by_rcu_in`]
+//! returns a freed object's slab page to the page allocator after a grace
+//! period (`free_slab` → `call_rcu`), so an access after the reader's
+//! `rcu_read_unlock`, without a reference, is a use-after-free once that grace
+//! period has passed.
 
 use std::sync::atomic::AtomicU64 as GhostU64;
 use std::sync::{Arc, Mutex as GhostMutex};
@@ -20,15 +38,28 @@ use std::sync::{Arc, Mutex as GhostMutex};
 use crate::exec;
 use crate::kernel::task::Task;
 use crate::sync::{self, Ordering};
-use crate::trace::{intern, Effect, Name, Val};
+use crate::trace::{intern, Effect, Name, Show, Val};
 
 /// Reader slots per RCU domain: loom allows 4 spawned threads plus main.
 const MAX_READERS: usize = 8;
 
 type Callback = Box<dyn FnOnce(&Task) + Send>;
 
-/// One RCU domain with its reader announcements and pending callbacks.
-pub struct Rcu {
+/// Which kernel's grace period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RcuFlavor {
+    /// v4.20 and later: a grace period also waits for regions with
+    /// preemption or IRQs disabled.
+    #[default]
+    Kernel,
+    /// Before v4.20: `synchronize_rcu` waits for rcu_read_lock readers only
+    /// (and `rcu_read_lock_sched`, which the model keeps announcing as a
+    /// reader); a preempt-disabled region needed `synchronize_sched`.
+    PreV420,
+}
+
+struct Domain {
+    flavor: RcuFlavor,
     /// Per reader: odd while inside a read-side section, bumped by 2 per section.
     readers: Vec<sync::AtomicU64>,
     /// The thread (trace column) of each reader slot in use.
@@ -41,9 +72,19 @@ pub struct Rcu {
     /// period that frees (the kernel's callback-list hand-off).
     queued: sync::AtomicU64,
     stop: sync::AtomicU64,
+    /// The GP kthread sleeps on `wake` (under `wake_lock`) while nothing is
+    /// pending: a sleeping actor an engine may wake and run at any point,
+    /// where a spinning one would only run once every other thread blocks.
+    wake_lock: sync::Mutex,
+    wake: sync::Condvar,
     /// Ghost: completed grace periods.
     gp_seq: GhostU64,
 }
+
+/// One RCU domain with its reader announcements and pending callbacks. A
+/// handle: clones share the domain.
+#[derive(Clone)]
+pub struct Rcu(Arc<Domain>);
 
 fn ghost<T>(m: &GhostMutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -57,18 +98,26 @@ impl Default for Rcu {
 
 impl Rcu {
     pub fn new() -> Rcu {
-        Rcu {
+        Rcu::with_flavor(RcuFlavor::Kernel)
+    }
+
+    /// A domain with the grace period of `flavor`'s kernels.
+    pub fn with_flavor(flavor: RcuFlavor) -> Rcu {
+        Rcu(Arc::new(Domain {
+            flavor,
             readers: (0..MAX_READERS).map(|_| sync::AtomicU64::new(0)).collect(),
             names: GhostMutex::new(Vec::new()),
             callbacks: GhostMutex::new(Vec::new()),
             queued: sync::AtomicU64::new(0),
             stop: sync::AtomicU64::new(0),
+            wake_lock: sync::Mutex::new(),
+            wake: sync::Condvar::new(),
             gp_seq: GhostU64::new(0),
-        }
+        }))
     }
 
     fn slot(&self, t: &Task) -> usize {
-        let mut names = ghost(&self.names);
+        let mut names = ghost(&self.0.names);
         match names.iter().position(|&n| n == t.id()) {
             Some(i) => i,
             None => {
@@ -87,8 +136,9 @@ impl Rcu {
         let depth = t.rcu_depth();
         t.set_rcu_depth(depth + 1);
         if depth == 0 {
+            t.engine_op();
             let _s = exec::atomic_section();
-            let r = &self.readers[self.slot(t)];
+            let r = &self.0.readers[self.slot(t)];
             let v = r.load(Ordering::Relaxed);
             r.store(v + 1, Ordering::Relaxed);
             sync::fence(Ordering::SeqCst);
@@ -104,9 +154,10 @@ impl Rcu {
         }
         t.set_rcu_depth(depth - 1);
         if depth == 1 {
+            t.engine_op();
             let _s = exec::atomic_section();
             sync::fence(Ordering::SeqCst);
-            let r = &self.readers[self.slot(t)];
+            let r = &self.0.readers[self.slot(t)];
             let v = r.load(Ordering::Relaxed);
             r.store(v + 1, Ordering::Release);
         }
@@ -125,25 +176,51 @@ impl Rcu {
         t.set_preempt_count(t.preempt_count().saturating_sub(1));
     }
 
+    /// Waits until `word` leaves the odd value `v` it held when the grace
+    /// period looked at it, if it was odd; true if it had to.
+    fn wait_for(word: &sync::AtomicU64, v: u64) -> bool {
+        if v & 1 == 0 {
+            return false;
+        }
+        while word.load(Ordering::Acquire) == v {
+            sync::yield_now();
+        }
+        true
+    }
+
     /// synchronize_rcu: wait until every reader that was inside a read-side
-    /// section when this call started has left it. May sleep.
+    /// section when this call started has left it — since v4.20 also every
+    /// task that had preemption or IRQs disabled. May sleep.
     pub fn synchronize_rcu(&self, t: &Task) {
         t.might_sleep("synchronize_rcu", None);
+        t.engine_op();
         sync::fence(Ordering::SeqCst);
-        let nreaders = ghost(&self.names).len();
+        let nreaders = ghost(&self.0.names).len();
         let mut waited = 0u32;
         for i in 0..nreaders {
-            let r = &self.readers[i];
-            let v = r.load(Ordering::Acquire);
-            if v & 1 == 1 {
-                waited |= 1 << ghost(&self.names)[i];
-                while r.load(Ordering::Acquire) == v {
-                    sync::yield_now();
+            let r = &self.0.readers[i];
+            if Self::wait_for(r, r.load(Ordering::Acquire)) {
+                waited |= 1 << ghost(&self.0.names)[i];
+            }
+        }
+        if self.0.flavor == RcuFlavor::Kernel {
+            // A read-modify-write that changes nothing, on every task's word
+            // and on the words tasks created later will claim: ordered
+            // against each entry and exit (see `kernel::task`), so a region
+            // that starts after it sees everything before the grace period.
+            for (i, word) in exec::sched_rcu_words().iter().enumerate() {
+                if exec::sched_rcu_owner(i) == Some(t.id()) {
+                    continue;
+                }
+                let v = word.fetch_add(0, Ordering::AcqRel);
+                if Self::wait_for(word, v) {
+                    let owner = exec::sched_rcu_owner(i);
+                    waited |= 1 << owner.expect("a task in a region owns its word");
                 }
             }
         }
         sync::fence(Ordering::SeqCst);
-        let gp = self.gp_seq.fetch_add(1, Ordering::SeqCst) + 1;
+        let gp = self.0.gp_seq.fetch_add(1, Ordering::SeqCst) + 1;
         t.step(Effect::GracePeriod { gp, waited });
     }
 
@@ -157,15 +234,21 @@ impl Rcu {
         obj: Val,
         callback: impl FnOnce(&Task) + Send + 'static,
     ) {
-        let _s = exec::atomic_section();
-        // The grace period that precedes the callback orders everything the
-        // caller did before call_rcu (full barriers on every CPU in the
-        // kernel); the fence plus the release ticket the GP kthread acquires
-        // give the callback that edge.
-        sync::fence(Ordering::SeqCst);
-        let ticket = self.queued.fetch_add(1, Ordering::Release) + 1;
-        ghost(&self.callbacks).push((ticket, Box::new(callback)));
-        t.step(Effect::CallRcu { func, obj });
+        t.engine_op();
+        let wake = self.0.wake_lock.lock();
+        {
+            let _s = exec::atomic_section();
+            // The grace period that precedes the callback orders everything
+            // the caller did before call_rcu (full barriers on every CPU in
+            // the kernel); the fence plus the release ticket the GP kthread
+            // acquires give the callback that edge.
+            sync::fence(Ordering::SeqCst);
+            let ticket = self.0.queued.fetch_add(1, Ordering::Release) + 1;
+            ghost(&self.0.callbacks).push((ticket, Box::new(callback)));
+            t.step(Effect::CallRcu { func, obj });
+        }
+        self.0.wake.notify_all();
+        drop(wake);
     }
 
     fn run_callbacks(&self, t: &Task, batch: Vec<(u64, Callback)>) {
@@ -176,8 +259,8 @@ impl Rcu {
 
     /// The callbacks whose call_rcu this thread has synchronised with.
     fn take_batch(&self) -> Vec<(u64, Callback)> {
-        let upto = self.queued.load(Ordering::Acquire);
-        let mut pending = ghost(&self.callbacks);
+        let upto = self.0.queued.load(Ordering::Acquire);
+        let mut pending = ghost(&self.0.callbacks);
         let (batch, later) = std::mem::take(&mut *pending)
             .into_iter()
             .partition(|(n, _)| *n <= upto);
@@ -186,8 +269,9 @@ impl Rcu {
     }
 
     /// The grace-period kthread: whenever callbacks are pending, wait a grace
-    /// period and run the callbacks queued before it started. Returns once
-    /// [`Rcu::stop_gp_kthread`] was called and nothing is pending.
+    /// period and run the callbacks queued before it started; sleep while
+    /// nothing is pending. Returns once [`Rcu::stop_gp_kthread`] was called
+    /// and nothing is pending.
     pub fn gp_kthread(&self, t: &Task) {
         let _f = t.enter("rcu_gp_kthread");
         loop {
@@ -197,16 +281,25 @@ impl Rcu {
                 self.run_callbacks(t, batch);
                 continue;
             }
-            if self.stop.load(Ordering::Acquire) == 1 {
-                return;
+            let mut wake = self.0.wake_lock.lock();
+            loop {
+                if !ghost(&self.0.callbacks).is_empty() {
+                    break;
+                }
+                if self.0.stop.load(Ordering::Acquire) == 1 {
+                    return;
+                }
+                wake = self.0.wake.wait(wake);
             }
-            sync::yield_now();
         }
     }
 
     /// Tells the GP kthread to finish once nothing is pending.
     pub fn stop_gp_kthread(&self) {
-        self.stop.store(1, Ordering::Release);
+        let wake = self.0.wake_lock.lock();
+        self.0.stop.store(1, Ordering::Release);
+        self.0.wake.notify_all();
+        drop(wake);
     }
 
     /// rcu_barrier at quiescence: run whatever is still pending.
@@ -231,6 +324,9 @@ enum Life {
         gen: u32,
         by: Name,
         func: &'static str,
+        /// A typesafe object whose slab page went back to the page
+        /// allocator after a grace period: no longer type-stable.
+        returned: bool,
     },
 }
 
@@ -238,13 +334,21 @@ struct SlabState<T> {
     objects: Vec<(Arc<T>, Life)>,
     /// Freed objects of a typesafe cache, most recent last (SLUB is LIFO).
     recyclable: Vec<usize>,
+    /// Per object of a cache that returns its memory: a word of the
+    /// object's slab page, which returning the page writes and every access
+    /// reads, so the engines order each access against the return (the
+    /// ghost `returned` flag alone is invisible to their reductions).
+    pages: Vec<Arc<sync::AtomicU64>>,
 }
 
 /// A kmem_cache of objects of one type.
 pub struct Slab<T> {
     name: Name,
     typesafe_by_rcu: bool,
-    state: GhostMutex<SlabState<T>>,
+    /// The domain whose grace period returns a typesafe cache's freed
+    /// memory to the page allocator; none: the page is never returned.
+    returns_via: Option<Rcu>,
+    state: Arc<GhostMutex<SlabState<T>>>,
 }
 
 /// The life of a slab object as observers see it.
@@ -260,18 +364,37 @@ impl<T> Slab<T> {
         Slab {
             name: intern(name.as_ref()),
             typesafe_by_rcu: false,
-            state: GhostMutex::new(SlabState {
+            returns_via: None,
+            state: Arc::new(GhostMutex::new(SlabState {
                 objects: Vec::new(),
                 recyclable: Vec::new(),
-            }),
+                pages: Vec::new(),
+            })),
         }
     }
 
-    /// A SLAB_TYPESAFE_BY_RCU cache: freed memory is reused at once for a new
-    /// object of the same type.
+    /// A SLAB_TYPESAFE_BY_RCU cache whose slab page is never returned (it
+    /// stays type-stable for the whole execution): freed memory is reused at
+    /// once for a new object of the same type, and every access of it is
+    /// legal. Weaker than the kernel, where an emptied page goes back after a
+    /// grace period: prefer [`Slab::typesafe_by_rcu_in`].
     pub fn typesafe_by_rcu(name: impl AsRef<str>) -> Slab<T> {
         Slab {
             typesafe_by_rcu: true,
+            ..Slab::new(name)
+        }
+    }
+
+    /// A SLAB_TYPESAFE_BY_RCU cache whose freed objects' memory goes back to
+    /// the page allocator after a grace period of `rcu` unless it was
+    /// recycled first (mm/slub.c: `free_slab` defers `__free_slab` with
+    /// `call_rcu` for such caches; the model gives each object a page of its
+    /// own, so every free empties one). Until then the memory is type-stable;
+    /// after it, any access is a use-after-free.
+    pub fn typesafe_by_rcu_in(name: impl AsRef<str>, rcu: &Rcu) -> Slab<T> {
+        Slab {
+            typesafe_by_rcu: true,
+            returns_via: Some(rcu.clone()),
             ..Slab::new(name)
         }
     }
@@ -288,7 +411,7 @@ impl<T> Slab<T> {
     /// Allocates an object: a recycled one in a typesafe cache (reinitialised
     /// in place by `reinit`, as the constructor would), else a fresh one.
     pub fn alloc(&self, t: &Task, fresh: impl FnOnce() -> T, reinit: impl FnOnce(&T)) -> ObjRef {
-        let mut st = ghost(&self.state);
+        let mut st = ghost(&*self.state);
         if let Some(i) = st.recyclable.pop() {
             let gen = match st.objects[i].1 {
                 Life::Freed { gen, .. } => gen + 1,
@@ -307,6 +430,9 @@ impl<T> Slab<T> {
             return r;
         }
         st.objects.push((Arc::new(fresh()), Life::Live { gen: 1 }));
+        if self.returns_via.is_some() {
+            st.pages.push(Arc::new(sync::AtomicU64::new(0)));
+        }
         let r = st.objects.len() as u64;
         drop(st);
         t.step(Effect::Alloc {
@@ -320,14 +446,16 @@ impl<T> Slab<T> {
     /// Scenario set-up: an object that already exists when the execution
     /// starts (allocated before any thread runs, so no step is recorded).
     pub fn prealloc(&self, obj: T) -> ObjRef {
-        let mut st = ghost(&self.state);
+        let mut st = ghost(&*self.state);
         st.objects.push((Arc::new(obj), Life::Live { gen: 1 }));
+        if self.returns_via.is_some() {
+            st.pages.push(Arc::new(sync::AtomicU64::new(0)));
+        }
         st.objects.len() as u64
     }
 
-    /// Accesses an object: a use-after-free violation if it was freed (and,
-    /// for a typesafe cache, its memory can no longer be reached legally —
-    /// never, in these models: the slab page outlives every reader).
+    /// Accesses an object: a use-after-free violation if it was freed (for a
+    /// typesafe cache: once its memory went back to the page allocator).
     pub fn get(&self, t: &Task, obj: ObjRef) -> Arc<T> {
         if obj == 0 {
             t.violation(
@@ -335,14 +463,31 @@ impl<T> Slab<T> {
                 format!("NULL {} pointer dereferenced", self.name),
             );
         }
-        let st = ghost(&self.state);
+        if self.returns_via.is_some() {
+            let page = ghost(&*self.state).pages[(obj - 1) as usize].clone();
+            t.engine_op();
+            let _s = exec::atomic_section();
+            page.load(Ordering::Relaxed);
+        }
+        let st = ghost(&*self.state);
         let (o, life) = &st.objects[(obj - 1) as usize];
-        if let Life::Freed { by, func, .. } = *life {
-            if !self.typesafe_by_rcu {
+        if let Life::Freed {
+            by, func, returned, ..
+        } = *life
+        {
+            if !self.typesafe_by_rcu || returned {
                 drop(st);
+                let how = if returned {
+                    ", its memory returned to the page allocator after a grace period"
+                } else {
+                    ""
+                };
                 t.violation(
                     "use_after_free",
-                    format!("{} freed by {by} in {func}, then accessed", self.label(obj)),
+                    format!(
+                        "{} freed by {by} in {func}{how}, then accessed",
+                        self.label(obj)
+                    ),
                 );
             }
         }
@@ -351,7 +496,7 @@ impl<T> Slab<T> {
 
     /// The object's state (ghost, for observers).
     pub fn state(&self, obj: ObjRef) -> ObjState {
-        match ghost(&self.state).objects[(obj - 1) as usize].1 {
+        match ghost(&*self.state).objects[(obj - 1) as usize].1 {
             Life::Live { gen } => ObjState::Live { gen },
             Life::Freed { gen, .. } => ObjState::Freed { gen },
         }
@@ -359,18 +504,18 @@ impl<T> Slab<T> {
 
     /// The object's memory without any check (observers only).
     pub fn peek(&self, obj: ObjRef) -> Arc<T> {
-        ghost(&self.state).objects[(obj - 1) as usize].0.clone()
+        ghost(&*self.state).objects[(obj - 1) as usize].0.clone()
     }
 
     /// Objects allocated so far (observers).
     pub fn count(&self) -> usize {
-        ghost(&self.state).objects.len()
+        ghost(&*self.state).objects.len()
     }
 
     /// Calls `f` on every object allocated so far, with its state
     /// (observers; `f` must not touch this cache).
     pub fn each(&self, mut f: impl FnMut(ObjRef, ObjState, &T)) {
-        let st = ghost(&self.state);
+        let st = ghost(&*self.state);
         for (i, (obj, life)) in st.objects.iter().enumerate() {
             let state = match *life {
                 Life::Live { gen } => ObjState::Live { gen },
@@ -379,11 +524,13 @@ impl<T> Slab<T> {
             f(i as u64 + 1, state, obj);
         }
     }
+}
 
+impl<T: Send + Sync + 'static> Slab<T> {
     /// kfree / kmem_cache_free, called from `func` (the trace's witness of
     /// who freed the object, should anyone touch it later).
     pub fn free(&self, t: &Task, obj: ObjRef, func: &'static str) {
-        let mut st = ghost(&self.state);
+        let mut st = ghost(&*self.state);
         let i = (obj - 1) as usize;
         let gen = match st.objects[i].1 {
             Life::Live { gen } => gen,
@@ -396,6 +543,7 @@ impl<T> Slab<T> {
             gen,
             by: t.name(),
             func,
+            returned: false,
         };
         if self.typesafe_by_rcu {
             st.recyclable.push(i);
@@ -405,5 +553,35 @@ impl<T> Slab<T> {
             cache: self.name,
             obj,
         });
+        if let Some(rcu) = &self.returns_via {
+            let state = self.state.clone();
+            rcu.call_rcu(
+                t,
+                Some("rcu_free_slab"),
+                Val::with(obj, Show::Dec),
+                move |t| return_page(t, &state, i, gen),
+            );
+        }
+    }
+}
+
+/// mm/slub.c:rcu_free_slab → __free_slab (v6.18), for the page of object
+/// `i` freed at generation `gen`: unless the memory was recycled since, it
+/// leaves the cache, and no later allocation reuses it.
+fn return_page<T>(t: &Task, state: &GhostMutex<SlabState<T>>, i: usize, gen: u32) {
+    let mut st = ghost(state);
+    if let Life::Freed {
+        gen: g,
+        ref mut returned,
+        ..
+    } = st.objects[i].1
+    {
+        if g == gen {
+            *returned = true;
+            st.recyclable.retain(|&r| r != i);
+            let _s = exec::atomic_section();
+            st.pages[i].store(1, Ordering::Relaxed);
+            t.tracepoint("slab-page-returned");
+        }
     }
 }

@@ -82,12 +82,14 @@ impl SpinLock {
     /// d_lock under its parent's).
     pub fn spin_lock_nested<'a>(&'a self, t: &'a Task, subclass: u8) -> SpinGuard<'a> {
         t.lockdep_acquire(self.class, subclass, self.name);
+        t.engine_op();
         let raw = self.raw.lock();
         self.acquired(t, raw, false, subclass)
     }
 
     /// spin_lock_irqsave: acquire with local interrupts disabled.
     pub fn spin_lock_irqsave<'a>(&'a self, t: &'a Task) -> SpinGuard<'a> {
+        t.engine_op();
         t.set_irqs_off(t.irqs_off_depth() + 1);
         t.cost(Counter::IrqToggle, 1);
         t.lockdep_acquire(self.class, 0, self.name);
@@ -98,6 +100,7 @@ impl SpinLock {
     /// spin_trylock: acquire if free, never spin (and never deadlock, so
     /// lockdep orders nothing by it).
     pub fn spin_trylock<'a>(&'a self, t: &'a Task) -> Option<SpinGuard<'a>> {
+        t.engine_op();
         match self.raw.try_lock() {
             Some(raw) => Some(self.acquired(t, raw, false, 0)),
             None => {
@@ -122,6 +125,7 @@ impl SpinLock {
     /// consistently, which is stronger than the kernel's plain load of the
     /// lock word.
     pub fn spin_is_locked(&self, t: &Task) -> bool {
+        t.engine_op();
         let locked = self.raw.try_lock().is_none();
         t.step(Effect::LockTest {
             lock: self.name,
@@ -168,6 +172,9 @@ impl<'a> SpinGuard<'a> {
 impl Drop for SpinGuard<'_> {
     fn drop(&mut self) {
         let t = self.task;
+        if !std::thread::panicking() {
+            t.engine_op();
+        }
         t.pop_held(self.lock.id);
         if !std::thread::panicking() {
             t.step(self.lock.effect(LockOp::SpinUnlock));

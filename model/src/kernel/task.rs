@@ -15,8 +15,10 @@
 //! parent's).
 
 use std::cell::{Cell, RefCell};
+use std::sync::Arc;
 
 use crate::exec::{self, atomic_section, Counter, LockEdge, Recorded};
+use crate::sync::{self, Ordering};
 use crate::trace::{intern, Context, Effect, Name, Note, Step, Val};
 
 /// A lock this task holds.
@@ -26,6 +28,16 @@ struct Held {
     subclass: u8,
     lock: Name,
     id: usize,
+}
+
+/// Where a task placed on a CPU sits (`kernel::percpu`): what it does before
+/// each of its engine operations, each one an interrupt point and, with
+/// preemption enabled, a preemption point.
+pub(crate) trait Seat {
+    fn engine_op(&self, t: &Task);
+    /// The task sleeps: it leaves its CPU while `wait` blocks, then takes
+    /// it back.
+    fn sleep(&self, t: &Task, wait: &mut dyn FnMut());
 }
 
 /// A logical thread of the model: its name (the trace column), context, CPU
@@ -40,7 +52,18 @@ pub struct Task {
     rcu_depth: Cell<u32>,
     irqs_off: Cell<u32>,
     preempt_count: Cell<u32>,
+    /// migrate_disable depth: the task stays on its CPU but stays
+    /// preemptible.
+    migrate_disabled: Cell<u32>,
     nonblock: Cell<bool>,
+    /// The CPU seat while the task runs on a CPU, consulted by every
+    /// primitive before its engine operation ([`Task::engine_op`]).
+    seat: RefCell<Option<Box<dyn Seat>>>,
+    /// The task's RCU-sched word, which `synchronize_rcu` reads
+    /// (`kernel::rcu`): odd while the task has preemption or IRQs disabled
+    /// (a held spinlock disables preemption), a region that is a read-side
+    /// critical section of every RCU flavour since v4.20.
+    sched_rcu: Arc<sync::AtomicU64>,
 }
 
 /// Pops the kernel function entered with [`Task::enter`].
@@ -55,9 +78,11 @@ impl Drop for FnGuard<'_> {
 impl Task {
     pub fn new(name: &str, context: Context) -> Task {
         let name = intern(name);
+        let id = exec::column(name);
+        let sched_rcu = exec::claim_sched_rcu(id);
         Task {
             name,
-            id: exec::column(name),
+            id,
             context: Cell::new(context),
             cpu: Cell::new(None),
             funcs: RefCell::new(Vec::new()),
@@ -65,7 +90,10 @@ impl Task {
             rcu_depth: Cell::new(0),
             irqs_off: Cell::new(0),
             preempt_count: Cell::new(0),
+            migrate_disabled: Cell::new(0),
             nonblock: Cell::new(false),
+            seat: RefCell::new(None),
+            sched_rcu,
         }
     }
 
@@ -85,6 +113,44 @@ impl Task {
     pub(crate) fn set_cpu(&self, cpu: usize) {
         self.cpu
             .set(Some(u8::try_from(cpu).expect("fewer than 256 CPUs")));
+    }
+
+    /// Seats the task on a CPU (`kernel::percpu`), replacing nothing: a task
+    /// sits on one CPU at a time.
+    pub(crate) fn sit(&self, seat: Box<dyn Seat>) {
+        let old = self.seat.borrow_mut().replace(seat);
+        assert!(old.is_none(), "{} already sits on a CPU", self.name);
+    }
+
+    /// Takes the task off its CPU; dropping the seat releases the CPU.
+    pub(crate) fn unseat(&self) -> Option<Box<dyn Seat>> {
+        self.seat.borrow_mut().take()
+    }
+
+    /// Called by every primitive right before its engine operation (outside
+    /// any atomic section): for a task on a CPU this is where an interrupt
+    /// may arrive and, with preemption enabled, where the task may be
+    /// preempted or migrated. Model code never places these points; a task
+    /// on no CPU has none.
+    pub(crate) fn engine_op(&self) {
+        if let Some(seat) = self.seat.borrow().as_ref() {
+            seat.engine_op(self);
+        }
+    }
+
+    /// Blocks in `wait` the way a task sleeps: a task on a CPU leaves it
+    /// meanwhile (another task of the CPU, or the one it waits for, runs).
+    pub(crate) fn sleep(&self, wait: impl FnOnce()) {
+        let mut wait = Some(wait);
+        let mut run = || {
+            if let Some(w) = wait.take() {
+                w();
+            }
+        };
+        match self.seat.borrow().as_ref() {
+            Some(seat) => seat.sleep(self, &mut run),
+            None => run(),
+        }
     }
 
     /// Enters kernel function `func`: steps are labelled with it until the
@@ -164,7 +230,9 @@ impl Task {
         self.irqs_off.get() > 0
     }
     pub(crate) fn set_irqs_off(&self, n: u32) {
+        let was = self.in_sched_region();
         self.irqs_off.set(n);
+        self.sched_region_changed(was);
     }
     pub(crate) fn irqs_off_depth(&self) -> u32 {
         self.irqs_off.get()
@@ -173,8 +241,52 @@ impl Task {
         self.preempt_count.get()
     }
     pub(crate) fn set_preempt_count(&self, n: u32) {
+        let was = self.in_sched_region();
         self.preempt_count.set(n);
+        self.sched_region_changed(was);
     }
+
+    /// Whether migrate_disable is in effect.
+    pub fn migrate_disabled(&self) -> bool {
+        self.migrate_disabled.get() > 0
+    }
+    pub(crate) fn set_migrate_disabled(&self, n: u32) {
+        self.migrate_disabled.set(n);
+    }
+    pub(crate) fn migrate_disabled_depth(&self) -> u32 {
+        self.migrate_disabled.get()
+    }
+
+    /// Whether preemption or IRQs are disabled: an RCU read-side critical
+    /// section without rcu_read_lock (v4.20 and later).
+    pub fn in_sched_region(&self) -> bool {
+        self.preempt_count.get() > 0 || self.irqs_off.get() > 0
+    }
+
+    /// Announces entering or leaving a sched region on the task's RCU-sched
+    /// word (`kernel::rcu`). Both are read-modify-writes, as is the grace
+    /// period's read of the word, so the two are ordered on the word itself:
+    /// a grace period that reads the word before the entry synchronises
+    /// with it (the region sees what preceded the grace period), one that
+    /// reads it after waits for the exit, whose release orders the region's
+    /// accesses before the grace period's end. Unlike a full fence, this
+    /// orders nothing for a task no grace period looks at. Part of the
+    /// transition, so no interrupt point of its own; skipped while a
+    /// violation unwinds.
+    fn sched_region_changed(&self, was: bool) {
+        let now = self.in_sched_region();
+        if now == was || std::thread::panicking() {
+            return;
+        }
+        let _s = atomic_section();
+        let order = if now {
+            Ordering::AcqRel
+        } else {
+            Ordering::Release
+        };
+        self.sched_rcu.fetch_add(1, order);
+    }
+
     /// Whether the task is in a walk that promised not to block
     /// (LOOKUP_NONBLOCK / LOOKUP_CACHED): a ghost flag for `might_sleep`.
     pub fn nonblock(&self) -> bool {
