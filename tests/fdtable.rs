@@ -14,6 +14,23 @@ fn model() -> &'static dyn Model {
 
 mod verdicts {
     use super::*;
+    use vfsmc_specs::Tier;
+
+    /// The deep tier: the holding kernels on every Tier::Deep scenario
+    /// (expand-vs-fget at preemption bound 3) under loom.
+    #[test]
+    #[ignore = "deep tier: expand-vs-fget at preemption bound 3 takes minutes"]
+    fn loom_deep_tier_holds() {
+        let m = model();
+        for variant in ["v6.10", "current"] {
+            let v = m.variant(variant).unwrap();
+            for s in m.scenarios().iter().filter(|s| s.tier == Tier::Deep) {
+                let r = Check::new(m, v, s, EngineKind::Loom).run().unwrap();
+                println!("{}", r.summary());
+                assert!(r.matches_expected(), "{}", r.text());
+            }
+        }
+    }
 
     #[test]
     fn loom_agrees_with_registry() {

@@ -506,7 +506,7 @@ const SCENARIOS: &[Row] = &[
                 (blogbench shape): the word fills, the fast path fails over to the \
                 full_fds_bits search and the table expands",
         goals: &["full_search", "expanded"],
-        loom_bound: Some(2),
+        loom_bound: Some(3),
         tier: Tier::Pr,
         generated: false,
         plan: churn,
@@ -546,7 +546,7 @@ const SCENARIOS: &[Row] = &[
                 onto it and opens (recycling the closed file's memory at another fd); \
                 T2 fgets fd 1 locklessly (old tables are freed at the end)",
         goals: &["expanded", "fget_saw_old_table"],
-        loom_bound: Some(2),
+        loom_bound: Some(3),
         tier: Tier::Pr,
         generated: false,
         plan: expand_vs_fget_recycled,
@@ -569,15 +569,6 @@ const SCENARIOS: &[Row] = &[
         tier: Tier::Deep,
         generated: false,
         plan: expand_vs_fget,
-    },
-    Scenario {
-        name: "expand-vs-fget-recycled-deep",
-        about: "expand-vs-fget-recycled at preemption bound 3 (deep tier)",
-        goals: &["expanded", "fget_saw_old_table"],
-        loom_bound: Some(3),
-        tier: Tier::Deep,
-        generated: false,
-        plan: expand_vs_fget_recycled,
     },
     Scenario {
         name: "dup2-vs-open",
@@ -603,7 +594,7 @@ const SCENARIOS: &[Row] = &[
                 grow, with file_lock dropped) while T1 dup2(0, 9) expands the parent's; \
                 the RCU grace-period kthread frees the old table",
         goals: &["dup_fd_resize", "expanded"],
-        loom_bound: Some(2),
+        loom_bound: Some(3),
         tier: Tier::Pr,
         generated: false,
         plan: fork_vs_expand,

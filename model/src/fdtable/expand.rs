@@ -160,20 +160,24 @@ pub fn expand_files<'a>(
             t.tracepoint("resize_wait");
             g.unlock();
             // wait_event(resize_wait, !resize_in_progress), then relock and
-            // repeat. The resizer clears the flag under file_lock before its
-            // wake_up_all, so the condition is re-checked under file_lock
-            // (the same edge, without modelling the wait queue).
+            // repeat: the waiter sleeps until the resizer's wake_up_all
+            // (it blocks on the engine mutex the resizer holds while
+            // resize_in_progress is set, so no engine spins on it), and the
+            // condition is re-checked under file_lock.
             t.might_sleep("wait_event", Some("resize_wait"));
-            crate::sync::yield_now();
+            drop(fs.resize_wait.lock());
             g = fs.files.file_lock.spin_lock(t);
             continue;
         }
         if fs.flavor.base == Base::Current && nr_open_exceeded(fs, t, nr) {
             return (g, Err(Errno::Emfile));
         }
+        let wake = fs.resize_wait.lock();
         fs.files.resize_in_progress.write_once(t, 1);
         let (g2, r) = expand_fdtable(fs, t, g, nr);
         fs.files.resize_in_progress.write_once(t, 0);
+        // wake_up_all(&files->resize_wait)
+        drop(wake);
         return (g2, r);
     }
 }

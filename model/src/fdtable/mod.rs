@@ -373,6 +373,9 @@ pub struct Fs {
     /// and node locks): a recycled file's memory is handed from the freeing
     /// CPU to the allocating one with a happens-before edge.
     filp_cachep: crate::sync::Mutex,
+    /// files->resize_wait: held by the resizer while resize_in_progress is
+    /// set; a waiter sleeps on it (wait_event) until wake_up_all.
+    resize_wait: crate::sync::Mutex,
     pub rcu: Rcu,
     /// current->signal->rlim[RLIMIT_NOFILE].rlim_cur
     pub rlimit_nofile: Atomic,
@@ -428,6 +431,7 @@ impl Fs {
             tables,
             filp: Slab::typesafe_by_rcu("file"),
             filp_cachep: crate::sync::Mutex::new(),
+            resize_wait: crate::sync::Mutex::new(),
             rcu: Rcu::new(),
             rlimit_nofile: Atomic::new("RLIMIT_NOFILE", u64::from(init.rlimit)),
             sysctl_nr_open: Atomic::new("sysctl_nr_open", u64::from(SYSCTL_NR_OPEN)),
