@@ -19,7 +19,7 @@ mod verdicts {
     /// The deep tier: the holding kernels on every Tier::Deep scenario
     /// (expand-vs-fget at preemption bound 3) under loom.
     #[test]
-    #[ignore = "deep tier: expand-vs-fget at preemption bound 3 takes minutes"]
+    #[ignore = "deep tier: expand-vs-fget at preemption bound 3 runs for more than 10 minutes"]
     fn loom_deep_tier_holds() {
         let m = model();
         for variant in ["v6.10", "current"] {

@@ -14,10 +14,10 @@ use std::sync::{Arc, Mutex};
 use arbitrary::Unstructured;
 use vfsmc_model::exec;
 use vfsmc_model::fdtable::{
-    __fget_light, alloc_empty_file, close_fd, close_range, do_prlimit, dup2, dup_fd, fcntl_dupfd,
-    fd_install, fget, fget_done, fput, get_unused_fd_flags, ksys_dup3, put_files_struct,
-    put_unused_fd, sysctl_nr_open_write, Base, Bug, Claim, Errno, Fd as FdRef, FgetState, FileId,
-    Flavor, Fs, Init, FMODE_PATH, NR_OPEN_DEFAULT, SYSCTL_NR_OPEN,
+    __fget_light, alloc_empty_file, close_fd, close_range, close_range_unshare, do_prlimit, dup2,
+    dup_fd, fcntl_dupfd, fd_install, fget, fget_done, fput, get_unused_fd_flags, ksys_dup3,
+    put_files_struct, put_unused_fd, sysctl_nr_open_write, Base, Bug, Claim, Errno, Fd as FdRef,
+    FgetState, FileId, Flavor, Fs, Init, FMODE_PATH, NR_OPEN_DEFAULT, SYSCTL_NR_OPEN,
 };
 use vfsmc_model::kernel::task::Task;
 use vfsmc_model::trace::{Context, Name};
@@ -43,6 +43,9 @@ pub enum Op {
     Close(Fd),
     /// close_range(first, last, 0).
     CloseRange(u32, u32),
+    /// close_range(first, last, CLOSE_RANGE_UNSHARE): the thread then has a
+    /// table of its own and runs nothing after.
+    CloseRangeUnshare(u32, u32),
     /// dup2(old, new).
     Dup2(u32, u32),
     /// dup3(old, new, 0).
@@ -105,6 +108,7 @@ pub fn run_program(fs: &Fs, t: &Task, ops: &[Op]) -> Vec<OpResult> {
                 close_fd(fs, t, fd).map(|()| fd)
             }
             Op::CloseRange(a, b) => close_range(fs, t, a, b),
+            Op::CloseRangeUnshare(a, b) => close_range_unshare(fs, t, a, b),
             Op::Dup2(old, new) => dup2(fs, t, old, new),
             Op::Dup3(old, new) => ksys_dup3(fs, t, old, new),
             Op::DupFd { fd, min } => {
@@ -280,8 +284,8 @@ impl Reference {
                 _ => Ok(fd),
             },
             Op::Fork => Ok(0),
-            Op::Exit | Op::SetNrOpen(_) => {
-                unreachable!("the reference runs no Exit and no SetNrOpen")
+            Op::Exit | Op::SetNrOpen(_) | Op::CloseRangeUnshare(..) => {
+                unreachable!("the reference runs no Exit, SetNrOpen or CloseRangeUnshare")
             }
             Op::SetRlimit(n) => {
                 self.rlimit = n;
@@ -489,6 +493,23 @@ fn close_range_vs_dup2(_: &[u8]) -> Plan {
     )
 }
 
+/// An allocated table of two words with fds 0-2, 4 and 6 open.
+fn open_above_a_hole() -> Init {
+    Init {
+        fds: vec![(0, 0), (1, 1), (2, 2), (4, 3), (6, 4)],
+        nfiles: 5,
+        ..hole_at_three()
+    }
+}
+
+fn unshare_vs_expand(_: &[u8]) -> Plan {
+    plan(
+        open_above_a_hole(),
+        &[&[Op::CloseRangeUnshare(5, 7)], &[Op::Dup2(0, 9)]],
+        false,
+    )
+}
+
 fn generated(input: &[u8]) -> Plan {
     Plan {
         init: generated_init(),
@@ -598,6 +619,17 @@ const SCENARIOS: &[Row] = &[
         tier: Tier::Pr,
         generated: false,
         plan: fork_vs_expand,
+    },
+    Scenario {
+        name: "unshare-vs-expand",
+        about: "a two-word table with fds 0-2, 4 and 6 open: T0 close_range(5, 7, \
+                CLOSE_RANGE_UNSHARE) copies it with that punch hole while T1 dup2(0, 9) \
+                expands it",
+        goals: &["dup_fd_resize", "expanded"],
+        loom_bound: None,
+        tier: Tier::Pr,
+        generated: false,
+        plan: unshare_vs_expand,
     },
     Scenario {
         name: "close-vs-fget",
@@ -888,6 +920,15 @@ const VARIANTS: &[Variant<Flavor>] = &[
         code: cur(Bug::DupFdKeepsStaleTable),
     },
     Variant {
+        name: "sane-fdtable-size-trusts-hole",
+        expected: Expected::Violates("fork_keeps_open_fds"),
+        witness: "unshare-vs-expand",
+        kernel: "fs/file.c:sane_fdtable_size (mutant of its punch-hole search, v6.13+)",
+        about: "with the last open fd in the punch hole, the copy is sized for no fd: open fds \
+                below the hole are lost in the unshared table",
+        code: cur(Bug::SaneFdtableSizeTrustsHole),
+    },
+    Variant {
         name: "fget-light-relaxed-count",
         expected: Expected::Violates("fget_linearizable"),
         witness: "fdget-vs-exit",
@@ -969,6 +1010,12 @@ const INVARIANTS: &[Inv] = &[
         name: "fork_no_reserved",
         about: "F8: a fork child's table has no open fd with a NULL slot",
         check: Check::Step(fork_no_reserved),
+    },
+    Invariant {
+        name: "fork_keeps_open_fds",
+        about: "F8: a table dup_fd copies (fork, close_range's unshare) holds every fd open in \
+                the parent when copied, outside the punch hole",
+        check: Check::Step(fork_keeps_open_fds),
     },
     Invariant {
         name: "fget_linearizable",
@@ -1209,6 +1256,19 @@ fn fork_no_reserved(w: &World) -> Result<(), String> {
     Ok(())
 }
 
+fn fork_keeps_open_fds(w: &World) -> Result<(), String> {
+    for (i, c) in w.fs.ghost().children.iter().enumerate() {
+        if let Some(fd) = c.lost.first() {
+            return Err(format!(
+                "child table {i} has {} slots: fd {fd}, open in the parent outside the punch \
+                 hole, is lost",
+                c.slots.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn fget_linearizable(w: &World) -> Result<(), String> {
     let ghost = w.fs.ghost();
     let mut seen = w.seen.lock().unwrap_or_else(|p| p.into_inner());
@@ -1430,13 +1490,14 @@ fn decode_op(byte: &mut impl FnMut() -> u8) -> Op {
 
 /// Encodes 2-3 thread programs as scenario bytes for [`decode`] (programs
 /// longer than 3 calls are cut; fds and mins must be below 6, limits 2-16;
-/// `Exit` and `SetNrOpen` have no encoding and are left out).
+/// `Exit`, `SetNrOpen` and `CloseRangeUnshare` have no encoding and are left
+/// out).
 pub fn encode(threads: &[Vec<Op>]) -> Vec<u8> {
     let mut out = vec![(threads.len() as u8).saturating_sub(2)];
     for ops in threads {
         let ops: Vec<&Op> = ops
             .iter()
-            .filter(|op| !matches!(op, Op::Exit | Op::SetNrOpen(_)))
+            .filter(|op| !matches!(op, Op::Exit | Op::SetNrOpen(_) | Op::CloseRangeUnshare(..)))
             .take(3)
             .collect();
         out.push((ops.len() as u8).saturating_sub(1));
@@ -1455,7 +1516,7 @@ pub fn encode(threads: &[Vec<Op>]) -> Vec<u8> {
                 Op::CloseRange(a, b) => out.extend([9, a as u8, b as u8]),
                 Op::Dup3(a, b) => out.extend([10, a as u8, b as u8]),
                 Op::Fdget(n) => out.extend([11, n as u8]),
-                Op::Exit | Op::SetNrOpen(_) => {}
+                Op::Exit | Op::SetNrOpen(_) | Op::CloseRangeUnshare(..) => {}
             }
         }
     }

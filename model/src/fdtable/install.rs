@@ -164,6 +164,37 @@ pub fn close_range(fs: &Fs, t: &Task, fd: u32, max_fd: u32) -> Result<u32, Errno
     Ok(0)
 }
 
+/// fs/file.c:close_range with CLOSE_RANGE_UNSHARE: while the table is
+/// shared (`files->count > 1`), dup_fd copies it with [fd, max_fd] as the
+/// punch hole, __range_close closes that range in the private copy (here:
+/// the copy's references in the range are dropped), and the task leaves the
+/// shared table (put_files_struct). The thread runs nothing on the shared
+/// table afterwards.
+pub fn close_range_unshare(fs: &Fs, t: &Task, fd: u32, max_fd: u32) -> Result<u32, Errno> {
+    let _f = t.enter("close_range");
+    if fd > max_fd {
+        return Err(Errno::Einval);
+    }
+    if fs.files.count.atomic_read(t) == 1 {
+        __range_close(fs, t, fd, max_fd);
+        return Ok(0);
+    }
+    let mut child = dup_fd(fs, t, Some((fd, max_fd)))?;
+    {
+        let _c = t.enter("__range_close");
+        for i in fd..=max_fd.min(child.slots.len() as u32 - 1) {
+            let file = std::mem::replace(&mut child.slots[i as usize], 0);
+            child.open[i as usize] = false;
+            if file != 0 {
+                fput(fs, t, file);
+            }
+        }
+    }
+    fs.ghost().children.push(child);
+    put_files_struct(fs, t);
+    Ok(0)
+}
+
 /// fs/file.c:do_dup2 (file_lock held, dropped here): install `file` at
 /// `fd`, closing the previous occupant; a reserved slot (open bit set,
 /// NULL pointer: an open in flight) gives -EBUSY.
@@ -286,12 +317,20 @@ pub fn f_dupfd(fs: &Fs, t: &Task, from: u32, file: ObjRef) -> Result<u32, Errno>
 /// fs/file.c:sane_fdtable_size: the open fds rounded up to a word (at least
 /// NR_OPEN_DEFAULT), ignoring the tail of `punch_hole` when the last open
 /// fd falls in it.
-fn sane_fdtable_size(g: &SpinGuard<'_>, fdt: &FdTable, punch_hole: Option<(u32, u32)>) -> u32 {
+fn sane_fdtable_size(
+    fs: &Fs,
+    g: &SpinGuard<'_>,
+    fdt: &FdTable,
+    punch_hole: Option<(u32, u32)>,
+) -> u32 {
     let Some(mut last) = find_last_bit(g, fdt, fdt.max_fds) else {
         return NR_OPEN_DEFAULT;
     };
     if let Some((from, to)) = punch_hole {
         if to >= last && from <= last {
+            if fs.flavor.has(Bug::SaneFdtableSizeTrustsHole) {
+                return NR_OPEN_DEFAULT;
+            }
             match find_last_bit(g, fdt, from) {
                 Some(l) => last = l,
                 None => return NR_OPEN_DEFAULT,
@@ -315,7 +354,7 @@ pub fn dup_fd(fs: &Fs, t: &Task, punch_hole: Option<(u32, u32)>) -> Result<Child
     let mut g = fs.files.file_lock.spin_lock(t);
     let mut old_ref = fs.files_fdtable_locked();
     let mut old = fs.tables.get(t, old_ref);
-    let mut open_files = sane_fdtable_size(&g, &old, punch_hole);
+    let mut open_files = sane_fdtable_size(fs, &g, &old, punch_hole);
     while open_files > new_max {
         g.unlock();
         t.tracepoint("dup_fd_resize");
@@ -329,9 +368,13 @@ pub fn dup_fd(fs: &Fs, t: &Task, punch_hole: Option<(u32, u32)>) -> Result<Child
             old_ref = fs.files_fdtable_locked();
         }
         old = fs.tables.get(t, old_ref);
-        open_files = sane_fdtable_size(&g, &old, punch_hole);
+        open_files = sane_fdtable_size(fs, &g, &old, punch_hole);
     }
     let mut bits = old.bits.get(&g, |b| b.clone());
+    let in_hole = |i: u32| punch_hole.is_some_and(|(from, to)| from <= i && i <= to);
+    let lost: Vec<u32> = (open_files..old.max_fds)
+        .filter(|&i| bits.open_fds.bit(i) && !in_hole(i))
+        .collect();
     let mut slots = Vec::new();
     for i in 0..open_files {
         let f = old.fd[i as usize].rcu_dereference(t);
@@ -355,6 +398,7 @@ pub fn dup_fd(fs: &Fs, t: &Task, punch_hole: Option<(u32, u32)>) -> Result<Child
     let child = ChildTable {
         open: (0..open_files).map(|i| bits.open_fds.bit(i)).collect(),
         slots,
+        lost,
     };
     t.note("child table: open_fds = {}", &[bits.open_fds.val()]);
     Ok(child)

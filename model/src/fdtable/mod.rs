@@ -55,8 +55,8 @@ pub use alloc::{alloc_fd, get_unused_fd_flags, put_unused_fd};
 pub use expand::expand_files;
 pub use fget::{__fget_light, alloc_empty_file, fget, fget_done, fget_raw, fput, Fd};
 pub use install::{
-    close_fd, close_range, dup2, dup_fd, f_dupfd, fcntl_dupfd, fd_install, ksys_dup3,
-    put_files_struct,
+    close_fd, close_range, close_range_unshare, dup2, dup_fd, f_dupfd, fcntl_dupfd, fd_install,
+    ksys_dup3, put_files_struct,
 };
 
 /// BITS_PER_LONG, shrunk so that a full word is a few opens away.
@@ -161,6 +161,10 @@ pub enum Bug {
     /// Mutant of dup_fd's resize loop: after re-taking the parent's
     /// file_lock it keeps the table it read before.
     DupFdKeepsStaleTable,
+    /// Mutant of sane_fdtable_size: when the last open fd lies in the punch
+    /// hole it sizes the copy for no fd at all, without looking below the
+    /// hole.
+    SaneFdtableSizeTrustsHole,
 }
 
 /// A variant as the model sees it: a base and at most one bug.
@@ -330,6 +334,9 @@ pub enum FgetState {
 pub struct ChildTable {
     pub open: Vec<bool>,
     pub slots: Vec<ObjRef>,
+    /// Fds open in the parent's table when it was copied, outside the punch
+    /// hole, that the child's table is too small to hold.
+    pub lost: Vec<u32>,
 }
 
 /// The ghost log: what happened, for the specs. Updated in the same step as
