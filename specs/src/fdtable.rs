@@ -818,7 +818,7 @@ const VARIANTS: &[Variant<Flavor>] = &[
         name: "fget-skips-slot-recheck",
         expected: Expected::Violates("fget_linearizable"),
         witness: "close-vs-fget",
-        kernel: "fs/file.c:__fget_files (before 054aa8d439b9, v5.16, CVE-2021-4083), \
+        kernel: "fs/file.c:__fget_files (before 054aa8d439b9, Dec 2021, CVE-2021-4083), \
                  on the v6.13+ base",
         about: "fget keeps a reference taken after the fd was closed",
         code: cur(Bug::FgetSkipsSlotRecheck),
@@ -835,7 +835,7 @@ const VARIANTS: &[Variant<Flavor>] = &[
         name: "fget-retry-leaks-ref",
         expected: Expected::Violates("refs_balanced"),
         witness: "close-vs-fget",
-        kernel: "fs/file.c:__fget_files_rcu (mutant of e386dfc56f83, v5.17), on the v6.13+ base",
+        kernel: "fs/file.c:__fget_files_rcu (mutant of e386dfc56f83, Dec 2021), on the v6.13+ base",
         about: "a failed re-check retries without fput",
         code: cur(Bug::FgetRetryLeaksRef),
     },
@@ -878,7 +878,7 @@ const VARIANTS: &[Variant<Flavor>] = &[
         name: "expand-skips-synchronize-rcu",
         expected: Expected::Violates("no_lost_install"),
         witness: "churn",
-        kernel: "fs/file.c:expand_fdtable (mutant of 8a81252b774b, v4.1), on the v6.13+ base",
+        kernel: "fs/file.c:expand_fdtable (mutant of 8a81252b774b, 2015), on the v6.13+ base",
         about: "a lockless fd_install writes into a table that was already copied",
         code: cur(Bug::ExpandSkipsSynchronizeRcu),
     },

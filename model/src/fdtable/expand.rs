@@ -1,8 +1,7 @@
 //! Growing the table: expand_files, expand_fdtable, alloc_fdtable,
 //! copy_fdtable, free_fdtable_rcu (fs/file.c; read at v7.1-rc1 ef3da345,
 //! where alloc_fdtable takes the number of slots wanted and returns an
-//! ERR_PTR since 1d3b4bec3ce5, v6.13; the v6.10 base keeps the order of
-//! expand_files' two tests from before 6a8126f077f9).
+//! ERR_PTR since 1d3b4bec3ce5, v6.13).
 
 use crate::kernel::atomic::smp_wmb;
 use crate::kernel::spinlock::SpinGuard;
@@ -137,8 +136,11 @@ fn expand_fdtable<'a>(
 
 /// fs/file.c:expand_files: make sure fd `nr` fits in the table, or -EMFILE
 /// when `nr >= sysctl_nr_open`. Only one resize at a time: others wait on
-/// resize_wait with the lock dropped. Current tests resize_in_progress
-/// before sysctl_nr_open; v6.10 the other way round.
+/// resize_wait with the lock dropped. The v7.1-rc1 copy tests
+/// resize_in_progress before sysctl_nr_open; v6.10 (and v6.13, as the
+/// context of "expand_files(): simplify calling conventions", 7 Oct 2024,
+/// shows) the other way round, which the v6.10 base keeps. The commit that
+/// swapped them was not identified.
 pub fn expand_files<'a>(
     fs: &'a Fs,
     t: &'a Task,

@@ -1,7 +1,7 @@
 //! Filling and emptying slots: fd_install, file_close_fd_locked, close_fd,
 //! __range_close / close_range, do_dup2 / ksys_dup3 / dup2, f_dupfd, dup_fd
-//! at fork, put_files_struct (fs/file.c, read at v7.1-rc1 ef3da345; f_dupfd
-//! has lived in fs/file.c since v5.x, fcntl(F_DUPFD) calls it).
+//! at fork, put_files_struct (fs/file.c, read at v7.1-rc1 ef3da345, where
+//! f_dupfd lives too; fcntl(F_DUPFD) in fs/fcntl.c calls it).
 
 use crate::kernel::atomic::smp_rmb;
 use crate::kernel::rcu::ObjRef;
