@@ -510,6 +510,14 @@ fn unshare_vs_expand(_: &[u8]) -> Plan {
     )
 }
 
+fn close_range_vs_open(_: &[u8]) -> Plan {
+    plan(
+        full_allocated_table(),
+        &[&[Op::Open], &[Op::CloseRange(2, 7)]],
+        false,
+    )
+}
+
 fn generated(input: &[u8]) -> Plan {
     Plan {
         init: generated_init(),
@@ -619,6 +627,17 @@ const SCENARIOS: &[Row] = &[
         tier: Tier::Pr,
         generated: false,
         plan: fork_vs_expand,
+    },
+    Scenario {
+        name: "close-range-vs-open",
+        about: "a full allocated table: T0 opens (expanding it and installing locklessly, or \
+                taking an fd T1 freed) while T1 close_range(2, 7) drops file_lock around \
+                each close",
+        goals: &["expanded"],
+        loom_bound: None,
+        tier: Tier::Pr,
+        generated: false,
+        plan: close_range_vs_open,
     },
     Scenario {
         name: "unshare-vs-expand",
@@ -734,7 +753,8 @@ const VARIANTS: &[Variant<Flavor>] = &[
         expected: Expected::Holds,
         witness: "",
         kernel: "fs/file.c (v6.10: before Yu Ma's series; f_count by atomic_long_inc_not_zero, \
-                 files SLAB_TYPESAFE_BY_RCU since v6.7; unchanged here until v6.13)",
+                 files SLAB_TYPESAFE_BY_RCU since v6.7; the series and file_ref replaced this \
+                 in v6.13)",
         about: "two-level search, unconditional full_fds_bits clear, slot sanity check, f_count",
         code: Flavor {
             base: Base::V6_10,
