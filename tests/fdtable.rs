@@ -16,10 +16,10 @@ mod verdicts {
     use super::*;
     use vfsmc_specs::Tier;
 
-    /// The deep tier: the holding kernels on every Tier::Deep scenario
-    /// (expand-vs-fget at preemption bound 3) under loom.
+    /// The deep tier: the holding kernels on every Tier::Deep scenario (the
+    /// expand-vs-fget races at preemption bound 5) under loom.
     #[test]
-    #[ignore = "deep tier: expand-vs-fget at preemption bound 3 runs for more than 10 minutes"]
+    #[ignore = "deep tier: the bound-5 searches take several minutes"]
     fn loom_deep_tier_holds() {
         let m = model();
         for variant in ["v6.10", "current"] {

@@ -405,6 +405,17 @@ fn expand_vs_fget(_: &[u8]) -> Plan {
     )
 }
 
+/// expand-vs-fget with the old table freed at the end: the grace-period
+/// kthread polls for work with yield_now, which multiplies loom's
+/// executions and, once the preemption budget is spent, keeps being
+/// scheduled (a false livelock at bound 3).
+fn expand_vs_fget_late_free(_: &[u8]) -> Plan {
+    Plan {
+        gp_kthread: false,
+        ..expand_vs_fget(&[])
+    }
+}
+
 fn expand_vs_fget_recycled(_: &[u8]) -> Plan {
     plan(
         full_allocated_table(),
@@ -591,13 +602,32 @@ const SCENARIOS: &[Row] = &[
         plan: expand_vs_fget_open,
     },
     Scenario {
-        name: "expand-vs-fget-deep",
-        about: "expand-vs-fget at preemption bound 3 (deep tier)",
+        name: "expand-vs-fget-late-free",
+        about: "expand-vs-fget with the old table freed at the end instead of by the \
+                grace-period kthread, so loom can afford three preemptions",
         goals: &["expanded", "fget_saw_old_table"],
         loom_bound: Some(3),
+        tier: Tier::Pr,
+        generated: false,
+        plan: expand_vs_fget_late_free,
+    },
+    Scenario {
+        name: "expand-vs-fget-late-free-deep",
+        about: "expand-vs-fget-late-free at preemption bound 5 (deep tier)",
+        goals: &["expanded", "fget_saw_old_table"],
+        loom_bound: Some(5),
         tier: Tier::Deep,
         generated: false,
-        plan: expand_vs_fget,
+        plan: expand_vs_fget_late_free,
+    },
+    Scenario {
+        name: "expand-vs-fget-recycled-deep",
+        about: "expand-vs-fget-recycled at preemption bound 5 (deep tier)",
+        goals: &["expanded", "fget_saw_old_table"],
+        loom_bound: Some(5),
+        tier: Tier::Deep,
+        generated: false,
+        plan: expand_vs_fget_recycled,
     },
     Scenario {
         name: "dup2-vs-open",
@@ -779,7 +809,7 @@ const VARIANTS: &[Variant<Flavor>] = &[
         witness: "",
         kernel: "fs/file.c:__set_open_fd (v6.13+, two stores reordered inside file_lock)",
         about: "the full_fds_bits bit is set before the open bit: a state only the lock \
-                holder sees, so it must hold (file_lock state is judged at release)",
+                holder sees, so it must hold on churn (file_lock state is judged at release)",
         code: cur(Bug::SetOpenFdMarksFullFirst),
     },
     Variant {
@@ -1095,8 +1125,12 @@ impl Spec for Fdtable {
     }
 
     /// close-vs-fget-last races a get against the NOREF → DEAD step, which
-    /// only file_ref has.
+    /// only file_ref has; the reordering inside __set_open_fd is checked
+    /// where opens fill words and the table grows (churn).
     fn applies(code: Flavor, scenario: &'static str) -> bool {
+        if code.has(Bug::SetOpenFdMarksFullFirst) {
+            return scenario == "churn";
+        }
         scenario != "close-vs-fget-last" || code.base == Base::Current
     }
 

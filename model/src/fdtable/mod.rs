@@ -38,7 +38,7 @@
 mod alloc;
 mod expand;
 mod fget;
-pub mod file_ref;
+mod file_ref;
 mod install;
 
 use std::collections::BTreeMap;
