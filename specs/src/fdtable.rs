@@ -459,7 +459,7 @@ fn close_vs_fget(_: &[u8]) -> Plan {
 fn close_vs_fget_last(_: &[u8]) -> Plan {
     plan(
         three_open(),
-        &[&[Op::Fget(1)], &[Op::Close(Fd::N(1))]],
+        &[&[Op::Fget(1)], &[Op::Fget(1)], &[Op::Close(Fd::N(1))]],
         false,
     )
 }
@@ -691,10 +691,11 @@ const SCENARIOS: &[Row] = &[
     },
     Scenario {
         name: "close-vs-fget-last",
-        about: "fds 0-2 open; T0 fget(1) while T1 closes fd 1, its last reference: a get \
-                can revive a count the close has just dropped to NOREF (file_ref only)",
+        about: "fds 0-2 open; T0 and T1 fget(1) while T2 closes fd 1: the close's put can \
+                leave a reader the last reference, whose fput drops the count to NOREF \
+                while the other reader's get revives it (file_ref only)",
         goals: &["file_ref_put_revived"],
-        loom_bound: None,
+        loom_bound: Some(3),
         tier: Tier::Pr,
         generated: false,
         plan: close_vs_fget_last,
@@ -909,6 +910,16 @@ const VARIANTS: &[Variant<Flavor>] = &[
         code: cur(Bug::FileRefPutIgnoresRevival),
     },
     Variant {
+        name: "file-ref-put-close-without-cmpxchg",
+        expected: Expected::Violates("file_ref_balanced"),
+        witness: "close-vs-fget-last",
+        kernel: "include/linux/file_ref.h:file_ref_put_close (mutant; the v7.0 close paths \
+                 use it)",
+        about: "the close's last put reads ONEREF and stores DEAD: a get in between is lost, \
+                and that reader's fput finds the count dead",
+        code: cur(Bug::FileRefPutCloseWithoutCmpxchg),
+    },
+    Variant {
         name: "fget-checks-mode-before-ref",
         expected: Expected::Violates("file_fields_after_ref"),
         witness: "fget-vs-recycle",
@@ -1086,6 +1097,12 @@ const INVARIANTS: &[Inv] = &[
         check: Check::Raised,
     },
     Invariant {
+        name: "file_ref_balanced",
+        about: "F10 (raised by the model): no put finds the count in the dead zone \
+                (__file_ref_put_badval's WARN_ONCE)",
+        check: Check::Raised,
+    },
+    Invariant {
         name: "slot_in_bounds",
         about: "raised by the model: no fd[] slot past max_fds is touched",
         check: Check::Raised,
@@ -1097,7 +1114,8 @@ const INVARIANTS: &[Inv] = &[
     },
     Invariant {
         name: "refs_balanced",
-        about: "F10: at the end each live file's refcount equals the slots holding it",
+        about: "F10: at the end each live file's refcount equals the slots holding it, and no \
+                slot holds a freed file",
         check: Check::End(refs_balanced),
     },
 ];
@@ -1446,6 +1464,14 @@ fn no_lost_install(w: &World) -> Result<(), String> {
 fn refs_balanced(w: &World) -> Result<(), String> {
     let table = w.fs.current_table();
     let ghost = w.fs.ghost();
+    for (fd, slot) in table.fd.iter().enumerate() {
+        let obj = slot.peek();
+        if obj != 0 && !w.fs.file_is_live(obj) {
+            return Err(format!(
+                "fd {fd} holds file#{obj}, which was freed (its slot's reference was dropped)"
+            ));
+        }
+    }
     let mut broken = None;
     w.fs.live_files(|file, refs| {
         let in_table = table.fd.iter().filter(|s| s.peek() == file.obj).count();

@@ -72,6 +72,21 @@ pub fn fput(fs: &Fs, t: &Task, file: ObjRef) {
     }
 }
 
+/// fs/file_table.c:fput_close (filp_close) and fput_close_sync (close(2)):
+/// current drops the reference with file_ref_put_close (read in the v7.0
+/// fs/open.c and file_ref.h 5370b43e; not yet in v6.13); v6.10 with fput's
+/// decrement.
+pub fn fput_close(fs: &Fs, t: &Task, file: ObjRef) {
+    if fs.flavor.base == super::Base::V6_10 {
+        return fput(fs, t, file);
+    }
+    let _f = t.enter("fput_close");
+    if file_ref::file_ref_put_close(fs, t, file) {
+        let _slab = fs.filp_cachep.lock();
+        fs.filp.free(t, file, "__fput");
+    }
+}
+
 /// Ghost: this thread no longer holds fget's reference as such (dropped or
 /// handed over).
 pub fn fget_done(fs: &Fs, t: &Task) {

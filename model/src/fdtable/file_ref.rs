@@ -37,7 +37,7 @@ pub(crate) fn file_ref_label(v: u64) -> String {
         FILE_REF_NOREF => "NOREF".to_string(),
         FILE_REF_DEAD => "DEAD".to_string(),
         v if v >= FILE_REF_DEAD => format!("DEAD+{}", v - FILE_REF_DEAD),
-        v if v >= FILE_REF_RELEASED => format!("RELEASED+{}", v - FILE_REF_RELEASED),
+        v if v >= FILE_REF_RELEASED => format!("DEAD-{}", FILE_REF_DEAD - v),
         FILE_REF_ONEREF => "ONEREF".to_string(),
         v if v <= FILE_REF_MAXREF => format!("ONEREF+{v}"),
         v => format!("{v:#x}"),
@@ -108,17 +108,56 @@ pub fn file_ref_inc(fs: &Fs, t: &Task, file: ObjRef) {
     fs.filp.get(t, file).f_ref.atomic_add(t, 1);
 }
 
+/// include/linux/file_ref.h:file_ref_put_close (current; v6.10 and v6.13:
+/// plain file_ref_put semantics): the put of close(2) and filp_close, which
+/// expects to drop the last reference: a cmpxchg loop that turns ONEREF
+/// straight into DEAD (no NOREF window for a get to revive) and any other
+/// count into one less. A count already below zero is a bad put. The
+/// FileRefPutCloseWithoutCmpxchg mutant reads the count and, at ONEREF,
+/// stores DEAD with a plain atomic_long_set.
+pub fn file_ref_put_close(fs: &Fs, t: &Task, file: ObjRef) -> bool {
+    let _f = t.enter("file_ref_put_close");
+    let f = fs.filp.get(t, file);
+    let mut old = f.f_ref.atomic_read(t);
+    loop {
+        if (old as i64) < 0 {
+            return __file_ref_put_badval(fs, t, file, old);
+        }
+        let new = if old == FILE_REF_ONEREF {
+            FILE_REF_DEAD
+        } else {
+            old - 1
+        };
+        if fs.flavor.has(Bug::FileRefPutCloseWithoutCmpxchg) && new == FILE_REF_DEAD {
+            f.f_ref.atomic_set(t, FILE_REF_DEAD);
+            return true;
+        }
+        let seen = f.f_ref.cmpxchg(t, old, new);
+        if seen == old {
+            return new == FILE_REF_DEAD;
+        }
+        old = seen;
+        crate::sync::yield_now();
+    }
+}
+
 /// fs/file.c:__file_ref_put_badval: a put that found the count in the dead
-/// zone (an imbalanced put: WARN_ONCE) sets it back to DEAD; one in the
-/// saturation zone restores the saturation value. Never the last put.
+/// zone is imbalanced — the kernel's WARN_ONCE, raised here as
+/// `file_ref_balanced` (the kernel then sets DEAD back and goes on); one in
+/// the saturation zone restores the saturation value. Never the last put.
 fn __file_ref_put_badval(fs: &Fs, t: &Task, file: ObjRef, cnt: u64) -> bool {
     let _f = t.enter("__file_ref_put_badval");
-    let f = fs.filp.get(t, file);
     if cnt >= FILE_REF_RELEASED {
-        t.note("WARN: imbalanced put on file reference count", &[]);
-        f.f_ref.atomic_set(t, FILE_REF_DEAD);
+        t.violation(
+            "file_ref_balanced",
+            format!(
+                "WARN_ONCE in __file_ref_put_badval: imbalanced put on {} (count {})",
+                fs.filp.label(file),
+                file_ref_label(cnt)
+            ),
+        );
     } else if cnt > FILE_REF_MAXREF {
-        f.f_ref.atomic_set(t, FILE_REF_SATURATED);
+        fs.filp.get(t, file).f_ref.atomic_set(t, FILE_REF_SATURATED);
     }
     false
 }

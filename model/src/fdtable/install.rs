@@ -11,7 +11,7 @@ use crate::trace::{Effect, Val};
 
 use super::alloc::{__put_unused_fd, __set_open_fd, alloc_fd};
 use super::expand::{self, fdtable_size};
-use super::fget::{__fget_files_rcu, begin_lookup, fget_done, fget_raw, fput};
+use super::fget::{__fget_files_rcu, begin_lookup, fget_done, fget_raw, fput, fput_close};
 use super::file_ref::file_ref_inc;
 use super::{Bug, ChildTable, Claim, Errno, FdTable, Fs, BITS_PER_LONG, NR_OPEN_DEFAULT};
 
@@ -86,11 +86,12 @@ fn file_close_fd_locked(fs: &Fs, t: &Task, g: &SpinGuard<'_>, fd: u32) -> Option
     Some(file)
 }
 
-/// fs/open.c:filp_close → fput: drop the reference the slot `fd` owned.
+/// fs/open.c:filp_close → fput_close (close(2): fput_close_sync, the same
+/// put here): drop the reference the slot `fd` owned.
 fn filp_close(fs: &Fs, t: &Task, fd: u32, file: ObjRef) {
     let _f = t.enter("filp_close");
     let id = fs.file_id(file);
-    fput(fs, t, file);
+    fput_close(fs, t, file);
     // One installation ends (the same file may be installed at `fd` again
     // by a dup2 that ran before this fput).
     if let Some(o) = fs.ghost().occupants.get_mut(&fd) {
@@ -186,7 +187,7 @@ pub fn close_range_unshare(fs: &Fs, t: &Task, fd: u32, max_fd: u32) -> Result<u3
             let file = std::mem::replace(&mut child.slots[i as usize], 0);
             child.open[i as usize] = false;
             if file != 0 {
-                fput(fs, t, file);
+                fput_close(fs, t, file);
             }
         }
     }

@@ -139,6 +139,10 @@ pub enum Bug {
     /// Mutant of __file_ref_put: at NOREF the put marks the file DEAD with a
     /// plain store and frees it, ignoring a get that revived the count.
     FileRefPutIgnoresRevival,
+    /// Mutant of file_ref_put_close: the last reference is turned into DEAD
+    /// by a read and a plain store, not a cmpxchg, so a get between the two
+    /// is lost.
+    FileRefPutCloseWithoutCmpxchg,
     /// Mutant of 0ede61d8589c's rule: __fget_files_rcu reads `f_mode`
     /// before it holds a reference.
     FgetChecksModeBeforeRef,
@@ -501,6 +505,11 @@ impl Fs {
     /// RLIMIT_NOFILE (ghost).
     pub fn rlimit(&self) -> u32 {
         self.rlimit_nofile.peek() as u32
+    }
+
+    /// Whether file object `obj` is allocated (ghost).
+    pub fn file_is_live(&self, obj: ObjRef) -> bool {
+        matches!(self.filp.state(obj), ObjState::Live { .. })
     }
 
     /// Calls `f` with every live file incarnation and the number of
