@@ -19,7 +19,7 @@ mod verdicts {
     /// The deep tier: the holding kernels on every Tier::Deep scenario (the
     /// expand-vs-fget races at preemption bound 5) under loom.
     #[test]
-    #[ignore = "deep tier: the bound-5 searches take several minutes"]
+    #[ignore = "deep tier: the bound-5 searches take about 12 minutes"]
     fn loom_deep_tier_holds() {
         let m = model();
         for variant in ["v6.10", "current"] {
