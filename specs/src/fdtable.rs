@@ -1,11 +1,12 @@
 //! The `fdtable` model's registry, scenarios, invariants and sequential
-//! reference (fs/file.c, v6.10 and v6.12+; brief §4).
+//! reference (fs/file.c; bases v6.10 and v6.13+; brief §4).
 //!
 //! Invariants read the process by reference ([`World`]): the current table's
 //! bitmaps and slots, next_fd, RLIMIT_NOFILE, live files with their
 //! refcounts, and the ghost log (allocation decisions with the bitmap they
-//! were taken on, who holds which fd, each fd's occupants, fget progress,
-//! fork children).
+//! were taken on, who holds which fd, what is installed where, fget
+//! progress, fork children). State guarded by file_lock is judged when the
+//! lock is free (at its release), never in the middle of a critical section.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -13,14 +14,15 @@ use std::sync::{Arc, Mutex};
 use arbitrary::Unstructured;
 use vfsmc_model::exec;
 use vfsmc_model::fdtable::{
-    alloc_empty_file, alloc_fd, close_fd, do_prlimit, dup_fd, f_dupfd, fd_install, fget, fget_done,
-    fput, ksys_dup3, put_unused_fd, Base, Bug, Claim, Errno, FgetState, FileId, Flavor, Fs, Init,
-    NR_OPEN_DEFAULT, SYSCTL_NR_OPEN,
+    __fget_light, alloc_empty_file, close_fd, close_range, close_range_unshare, do_prlimit, dup2,
+    dup_fd, fcntl_dupfd, fd_install, fget, fget_done, fput, get_unused_fd_flags, ksys_dup3,
+    put_files_struct, put_unused_fd, sysctl_nr_open_write, Base, Bug, Claim, Errno, Fd as FdRef,
+    FgetState, FileId, Flavor, Fs, Init, FMODE_PATH, NR_OPEN_DEFAULT, SYSCTL_NR_OPEN,
 };
 use vfsmc_model::kernel::task::Task;
 use vfsmc_model::trace::{Context, Name};
 
-use crate::{Check, Expected, Invariant, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
+use crate::{Check, Expected, Invariant, Need, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
 
 /// An fd argument: a number, or the last fd this thread obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,13 +34,22 @@ pub enum Fd {
 /// One system call of a thread program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
-    /// open(2): alloc_fd(0), alloc_empty_file, fd_install.
+    /// open(2): get_unused_fd_flags, alloc_empty_file, fd_install.
     Open,
+    /// open(2) with O_PATH: the file's f_mode has FMODE_PATH.
+    OpenPath,
     /// An open that fails after reserving its fd: alloc_fd, put_unused_fd.
     OpenFails,
     Close(Fd),
+    /// close_range(first, last, 0).
+    CloseRange(u32, u32),
+    /// close_range(first, last, CLOSE_RANGE_UNSHARE): the thread then has a
+    /// table of its own and runs nothing after.
+    CloseRangeUnshare(u32, u32),
     /// dup2(old, new).
     Dup2(u32, u32),
+    /// dup3(old, new, 0).
+    Dup3(u32, u32),
     /// fcntl(fd, F_DUPFD, min).
     DupFd {
         fd: u32,
@@ -46,14 +57,29 @@ pub enum Op {
     },
     /// fget(fd) then fput.
     Fget(u32),
+    /// fdget(fd) then fdput (__fget_light).
+    Fdget(u32),
     /// fork(): dup_fd.
     Fork,
+    /// The thread exits: put_files_struct (it runs nothing after).
+    Exit,
     /// setrlimit(RLIMIT_NOFILE, n).
     SetRlimit(u32),
+    /// A write of fs.nr_open.
+    SetNrOpen(u32),
 }
 
 /// What an operation returned: an fd (or 0), or an errno.
 pub type OpResult = Result<u32, Errno>;
+
+fn open(fs: &Fs, t: &Task, mode: u64) -> OpResult {
+    let r = get_unused_fd_flags(fs, t, false);
+    if let Ok(fd) = r {
+        let file = alloc_empty_file(fs, t, mode);
+        fd_install(fs, t, fd, file);
+    }
+    r
+}
 
 /// Runs one thread program against `fs`, returning each call's result.
 pub fn run_program(fs: &Fs, t: &Task, ops: &[Op]) -> Vec<OpResult> {
@@ -61,17 +87,14 @@ pub fn run_program(fs: &Fs, t: &Task, ops: &[Op]) -> Vec<OpResult> {
     let mut results = Vec::new();
     for op in ops {
         let r = match *op {
-            Op::Open => {
-                let r = alloc_fd(fs, t, 0, false);
-                if let Ok(fd) = r {
-                    let file = alloc_empty_file(fs, t);
-                    fd_install(fs, t, fd, file);
-                    last = Some(fd);
-                }
+            Op::Open | Op::OpenPath => {
+                let mode = if *op == Op::OpenPath { FMODE_PATH } else { 0 };
+                let r = open(fs, t, mode);
+                last = r.ok().or(last);
                 r
             }
             Op::OpenFails => {
-                let r = alloc_fd(fs, t, 0, false);
+                let r = get_unused_fd_flags(fs, t, false);
                 if let Ok(fd) = r {
                     put_unused_fd(fs, t, fd);
                 }
@@ -84,28 +107,52 @@ pub fn run_program(fs: &Fs, t: &Task, ops: &[Op]) -> Vec<OpResult> {
                 };
                 close_fd(fs, t, fd).map(|()| fd)
             }
-            Op::Dup2(old, new) => ksys_dup3(fs, t, old, new),
+            Op::CloseRange(a, b) => close_range(fs, t, a, b),
+            Op::CloseRangeUnshare(a, b) => close_range_unshare(fs, t, a, b),
+            Op::Dup2(old, new) => dup2(fs, t, old, new),
+            Op::Dup3(old, new) => ksys_dup3(fs, t, old, new),
             Op::DupFd { fd, min } => {
-                let r = f_dupfd(fs, t, fd, min);
-                if let Ok(fd) = r {
-                    last = Some(fd);
-                }
+                let r = fcntl_dupfd(fs, t, fd, min);
+                last = r.ok().or(last);
                 r
             }
-            Op::Fget(fd) => match fget(fs, t, fd) {
-                Some(file) => {
-                    fput(fs, t, file.obj);
-                    fget_done(fs, t);
-                    Ok(fd)
-                }
-                None => Err(Errno::Ebadf),
-            },
-            Op::Fork => {
-                dup_fd(fs, t);
+            Op::Fget(fd) => {
+                let r = match fget(fs, t, fd) {
+                    Some(file) => {
+                        fput(fs, t, file.obj);
+                        Ok(fd)
+                    }
+                    None => Err(Errno::Ebadf),
+                };
+                fget_done(fs, t);
+                r
+            }
+            Op::Fdget(fd) => {
+                let r = match __fget_light(fs, t, fd) {
+                    Some(FdRef::Cloned(file)) => {
+                        fput(fs, t, file.obj);
+                        Ok(fd)
+                    }
+                    Some(FdRef::Borrowed(_)) => Ok(fd),
+                    None => Err(Errno::Ebadf),
+                };
+                fget_done(fs, t);
+                r
+            }
+            Op::Fork => dup_fd(fs, t, None).map(|child| {
+                fs.ghost().children.push(child);
+                0
+            }),
+            Op::Exit => {
+                put_files_struct(fs, t);
                 Ok(0)
             }
             Op::SetRlimit(n) => {
                 do_prlimit(fs, t, n);
+                Ok(0)
+            }
+            Op::SetNrOpen(n) => {
+                sysctl_nr_open_write(fs, t, n);
                 Ok(0)
             }
         };
@@ -114,11 +161,17 @@ pub fn run_program(fs: &Fs, t: &Task, ops: &[Op]) -> Vec<OpResult> {
     results
 }
 
-/// The sequential reference: POSIX's lowest-free-fd set, nothing else.
+/// The sequential reference, written from the documented behaviour (man
+/// pages open(2), close(2), close_range(2), dup(2), fcntl(2), getrlimit(2)),
+/// not from the model: POSIX's lowest-free-fd set, with each call's errors
+/// as the pages state them. Programs for it hold no `Exit` and no
+/// `SetNrOpen` (their effect on one thread is not documented), and a
+/// `SetRlimit` never goes above the default `fs.nr_open`.
 #[derive(Clone, Debug)]
 pub struct Reference {
-    /// Open fds and the file (an opaque number) each refers to.
-    pub open: BTreeMap<u32, u32>,
+    /// Open fds: the file (an opaque number) each refers to, and whether it
+    /// was opened with O_PATH.
+    pub open: BTreeMap<u32, (u32, bool)>,
     pub rlimit: u32,
     next_file: u32,
 }
@@ -126,82 +179,119 @@ pub struct Reference {
 impl Reference {
     pub fn new(init: &Init) -> Reference {
         Reference {
-            open: init.fds.iter().map(|&(fd, f)| (fd, f as u32)).collect(),
+            open: init
+                .fds
+                .iter()
+                .map(|&(fd, f)| (fd, (f as u32, false)))
+                .collect(),
             rlimit: init.rlimit,
             next_file: init.nfiles as u32,
         }
     }
 
-    fn lowest_free(&self, start: u32) -> u32 {
-        (start..)
+    /// open(2): "the lowest-numbered file descriptor not currently open";
+    /// EMFILE when that is not below RLIMIT_NOFILE (getrlimit(2): "a value
+    /// one greater than the maximum file descriptor number that can be
+    /// opened").
+    fn lowest_from(&self, start: u32) -> OpResult {
+        let fd = (start..)
             .find(|fd| !self.open.contains_key(fd))
-            .unwrap_or(start)
-    }
-
-    fn alloc(&self, start: u32) -> OpResult {
-        let fd = self.lowest_free(start);
-        if fd >= self.rlimit.min(SYSCTL_NR_OPEN) {
+            .unwrap_or(start);
+        if fd >= self.rlimit {
             Err(Errno::Emfile)
         } else {
             Ok(fd)
         }
     }
 
+    fn file_at(&self, fd: u32) -> Result<(u32, bool), Errno> {
+        self.open.get(&fd).copied().ok_or(Errno::Ebadf)
+    }
+
+    /// dup2(2)/dup3(2): EBADF when oldfd is not open or newfd is out of the
+    /// allowed range (≥ RLIMIT_NOFILE); newfd == oldfd: dup2 "does nothing,
+    /// and returns newfd" (oldfd valid), dup3 fails with EINVAL.
+    fn dup(&mut self, old: u32, new: u32, dup3: bool) -> OpResult {
+        if old == new {
+            return if dup3 {
+                Err(Errno::Einval)
+            } else {
+                self.file_at(old).map(|_| new)
+            };
+        }
+        if new >= self.rlimit {
+            return Err(Errno::Ebadf);
+        }
+        let f = self.file_at(old)?;
+        self.open.insert(new, f);
+        Ok(new)
+    }
+
     /// Applies a thread program; results as [`run_program`] returns them.
     pub fn run(&mut self, ops: &[Op]) -> Vec<OpResult> {
         let mut last: Option<u32> = None;
-        ops.iter()
-            .map(|op| match *op {
-                Op::Open => {
-                    let r = self.alloc(0);
-                    if let Ok(fd) = r {
-                        self.open.insert(fd, self.next_file);
-                        self.next_file += 1;
-                        last = Some(fd);
-                    }
-                    r
+        ops.iter().map(|op| self.step(*op, &mut last)).collect()
+    }
+
+    fn step(&mut self, op: Op, last: &mut Option<u32>) -> OpResult {
+        match op {
+            Op::Open | Op::OpenPath => {
+                let r = self.lowest_from(0);
+                if let Ok(fd) = r {
+                    self.open.insert(fd, (self.next_file, op == Op::OpenPath));
+                    self.next_file += 1;
+                    *last = Some(fd);
                 }
-                Op::OpenFails => self.alloc(0),
-                Op::Close(a) => {
-                    let fd = match a {
-                        Fd::N(n) => n,
-                        Fd::Last => last.unwrap_or(u32::MAX),
-                    };
-                    self.open.remove(&fd).map(|_| fd).ok_or(Errno::Ebadf)
+                r
+            }
+            Op::OpenFails => self.lowest_from(0),
+            Op::Close(a) => {
+                let fd = match a {
+                    Fd::N(n) => n,
+                    Fd::Last => last.unwrap_or(u32::MAX),
+                };
+                self.open.remove(&fd).map(|_| fd).ok_or(Errno::Ebadf)
+            }
+            // close_range(2): EINVAL when first > last; otherwise every open
+            // fd in [first, last] is closed.
+            Op::CloseRange(a, b) if a > b => Err(Errno::Einval),
+            Op::CloseRange(a, b) => {
+                self.open.retain(|&fd, _| fd < a || fd > b);
+                Ok(0)
+            }
+            Op::Dup2(old, new) => self.dup(old, new, false),
+            Op::Dup3(old, new) => self.dup(old, new, true),
+            // fcntl(2) F_DUPFD: EBADF when fd is not open; EINVAL when arg
+            // is beyond the maximum allowable value (RLIMIT_NOFILE); EMFILE
+            // when no fd ≥ arg is free below the limit. O_PATH fds may be
+            // duplicated (open(2)).
+            Op::DupFd { fd, min } => {
+                let f = self.file_at(fd)?;
+                if min >= self.rlimit {
+                    return Err(Errno::Einval);
                 }
-                Op::Dup2(old, new) => {
-                    if old == new {
-                        Err(Errno::Einval)
-                    } else if new >= self.rlimit {
-                        Err(Errno::Ebadf)
-                    } else if new >= SYSCTL_NR_OPEN {
-                        Err(Errno::Emfile)
-                    } else if let Some(&f) = self.open.get(&old) {
-                        self.open.insert(new, f);
-                        Ok(new)
-                    } else {
-                        Err(Errno::Ebadf)
-                    }
+                let r = self.lowest_from(min);
+                if let Ok(n) = r {
+                    self.open.insert(n, f);
+                    *last = Some(n);
                 }
-                Op::DupFd { fd, min } => match self.open.get(&fd).copied() {
-                    None => Err(Errno::Ebadf),
-                    Some(f) => {
-                        let r = self.alloc(min);
-                        if let Ok(n) = r {
-                            self.open.insert(n, f);
-                            last = Some(n);
-                        }
-                        r
-                    }
-                },
-                Op::Fget(fd) => self.open.get(&fd).map(|_| fd).ok_or(Errno::Ebadf),
-                Op::Fork => Ok(0),
-                Op::SetRlimit(n) => {
-                    self.rlimit = n;
-                    Ok(0)
-                }
-            })
-            .collect()
+                r
+            }
+            // An O_PATH fd is refused by operations other than the few
+            // open(2) lists, with EBADF.
+            Op::Fget(fd) | Op::Fdget(fd) => match self.file_at(fd)? {
+                (_, true) => Err(Errno::Ebadf),
+                _ => Ok(fd),
+            },
+            Op::Fork => Ok(0),
+            Op::Exit | Op::SetNrOpen(_) | Op::CloseRangeUnshare(..) => {
+                unreachable!("the reference runs no Exit, SetNrOpen or CloseRangeUnshare")
+            }
+            Op::SetRlimit(n) => {
+                self.rlimit = n;
+                Ok(0)
+            }
+        }
     }
 }
 
@@ -243,6 +333,17 @@ fn one_file_twice() -> Init {
     }
 }
 
+/// An allocated table of two words with fds 0-2 and 4 open (fd 3 free).
+fn hole_at_three() -> Init {
+    Init {
+        max_fds: 2 * NR_OPEN_DEFAULT,
+        fds: vec![(0, 0), (1, 1), (2, 2), (4, 3)],
+        nfiles: 4,
+        rlimit: SYSCTL_NR_OPEN,
+        embedded: false,
+    }
+}
+
 /// The initial state of the generated scenario: fds 0 and 1 share a file.
 pub fn generated_init() -> Init {
     Init {
@@ -255,7 +356,8 @@ pub fn generated_init() -> Init {
 // --- scenarios -------------------------------------------------------------
 
 /// A scenario made concrete: the state it starts from, what each thread
-/// runs, and whether the RCU grace-period kthread runs beside the threads
+/// runs (every thread shares the table: `files->count` starts at their
+/// number), and whether the RCU grace-period kthread runs beside the threads
 /// (else pending callbacks run at the end, after every thread joined).
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -287,12 +389,31 @@ fn rlimit_lowered(_: &[u8]) -> Plan {
     plan(two_open(), &[&[Op::Open], &[Op::SetRlimit(2)]], false)
 }
 
+fn dupfd_above_hole(_: &[u8]) -> Plan {
+    plan(
+        hole_at_three(),
+        &[&[Op::DupFd { fd: 0, min: 4 }], &[Op::Open]],
+        false,
+    )
+}
+
 fn expand_vs_fget(_: &[u8]) -> Plan {
     plan(
         full_allocated_table(),
         &[&[Op::Open], &[Op::Close(Fd::N(1))], &[Op::Fget(1)]],
         true,
     )
+}
+
+/// expand-vs-fget with the old table freed at the end: the grace-period
+/// kthread polls for work with yield_now, which multiplies loom's
+/// executions and, once the preemption budget is spent, keeps being
+/// scheduled (a false livelock at bound 3).
+fn expand_vs_fget_late_free(_: &[u8]) -> Plan {
+    Plan {
+        gp_kthread: false,
+        ..expand_vs_fget(&[])
+    }
 }
 
 fn expand_vs_fget_recycled(_: &[u8]) -> Plan {
@@ -307,12 +428,24 @@ fn expand_vs_fget_recycled(_: &[u8]) -> Plan {
     )
 }
 
+fn expand_vs_fget_open(_: &[u8]) -> Plan {
+    plan(
+        full_allocated_table(),
+        &[&[Op::Open], &[Op::Fget(1)]],
+        false,
+    )
+}
+
 fn dup2_vs_open(_: &[u8]) -> Plan {
     plan(three_open(), &[&[Op::Open], &[Op::Dup2(0, 3)]], false)
 }
 
 fn fork_vs_open(_: &[u8]) -> Plan {
     plan(three_open(), &[&[Op::Open], &[Op::Fork]], false)
+}
+
+fn fork_vs_expand(_: &[u8]) -> Plan {
+    plan(hole_at_three(), &[&[Op::Fork], &[Op::Dup2(0, 9)]], true)
 }
 
 fn close_vs_fget(_: &[u8]) -> Plan {
@@ -323,10 +456,75 @@ fn close_vs_fget(_: &[u8]) -> Plan {
     )
 }
 
+fn close_vs_fget_last(_: &[u8]) -> Plan {
+    plan(
+        three_open(),
+        &[&[Op::Fget(1)], &[Op::Fget(1)], &[Op::Close(Fd::N(1))]],
+        false,
+    )
+}
+
+fn fget_vs_recycle(_: &[u8]) -> Plan {
+    plan(
+        three_open(),
+        &[&[Op::Fget(1)], &[Op::Dup2(0, 1), Op::OpenPath]],
+        false,
+    )
+}
+
 fn dupfd_vs_close(_: &[u8]) -> Plan {
     plan(
         three_open(),
         &[&[Op::DupFd { fd: 2, min: 2 }], &[Op::Close(Fd::N(0))]],
+        false,
+    )
+}
+
+fn fdget_vs_exit(_: &[u8]) -> Plan {
+    plan(
+        two_open(),
+        &[&[Op::Fdget(1)], &[Op::Close(Fd::N(1)), Op::Exit]],
+        false,
+    )
+}
+
+fn nr_open_vs_dup2(_: &[u8]) -> Plan {
+    plan(
+        three_open(),
+        &[&[Op::Dup2(0, 5)], &[Op::SetNrOpen(4)]],
+        false,
+    )
+}
+
+fn close_range_vs_dup2(_: &[u8]) -> Plan {
+    plan(
+        full_allocated_table(),
+        &[&[Op::Dup2(0, 5)], &[Op::CloseRange(1, 1)]],
+        true,
+    )
+}
+
+/// An allocated table of two words with fds 0-2, 4 and 6 open.
+fn open_above_a_hole() -> Init {
+    Init {
+        fds: vec![(0, 0), (1, 1), (2, 2), (4, 3), (6, 4)],
+        nfiles: 5,
+        ..hole_at_three()
+    }
+}
+
+fn unshare_vs_expand(_: &[u8]) -> Plan {
+    plan(
+        open_above_a_hole(),
+        &[&[Op::CloseRangeUnshare(5, 7)], &[Op::Dup2(0, 9)]],
+        false,
+    )
+}
+
+fn close_range_vs_open(_: &[u8]) -> Plan {
+    plan(
+        full_allocated_table(),
+        &[&[Op::Open], &[Op::CloseRange(2, 7)]],
         false,
     )
 }
@@ -348,7 +546,7 @@ const SCENARIOS: &[Row] = &[
                 (blogbench shape): the word fills, the fast path fails over to the \
                 full_fds_bits search and the table expands",
         goals: &["full_search", "expanded"],
-        loom_bound: Some(2),
+        loom_bound: Some(3),
         tier: Tier::Pr,
         generated: false,
         plan: churn,
@@ -361,6 +559,16 @@ const SCENARIOS: &[Row] = &[
         tier: Tier::Pr,
         generated: false,
         plan: rlimit_lowered,
+    },
+    Scenario {
+        name: "dupfd-above-hole",
+        about: "a two-word table with fds 0-2 and 4 open; T0 fcntl(0, F_DUPFD, 4) while \
+                T1 opens (fd 3)",
+        goals: &["start_above_next_fd"],
+        loom_bound: None,
+        tier: Tier::Pr,
+        generated: false,
+        plan: dupfd_above_hole,
     },
     Scenario {
         name: "expand-vs-fget",
@@ -378,8 +586,46 @@ const SCENARIOS: &[Row] = &[
                 onto it and opens (recycling the closed file's memory at another fd); \
                 T2 fgets fd 1 locklessly (old tables are freed at the end)",
         goals: &["expanded", "fget_saw_old_table"],
-        loom_bound: Some(2),
+        loom_bound: Some(3),
         tier: Tier::Pr,
+        generated: false,
+        plan: expand_vs_fget_recycled,
+    },
+    Scenario {
+        name: "expand-vs-fget-open",
+        about: "a full allocated table: T0's open expands it while T1 fgets fd 1, which \
+                nobody closes (an EBADF would be wrong)",
+        goals: &["expanded", "fget_saw_old_table"],
+        loom_bound: None,
+        tier: Tier::Pr,
+        generated: false,
+        plan: expand_vs_fget_open,
+    },
+    Scenario {
+        name: "expand-vs-fget-late-free",
+        about: "expand-vs-fget with the old table freed at the end instead of by the \
+                grace-period kthread, so loom can afford three preemptions",
+        goals: &["expanded", "fget_saw_old_table"],
+        loom_bound: Some(3),
+        tier: Tier::Pr,
+        generated: false,
+        plan: expand_vs_fget_late_free,
+    },
+    Scenario {
+        name: "expand-vs-fget-late-free-deep",
+        about: "expand-vs-fget-late-free at preemption bound 5 (deep tier)",
+        goals: &["expanded", "fget_saw_old_table"],
+        loom_bound: Some(5),
+        tier: Tier::Deep,
+        generated: false,
+        plan: expand_vs_fget_late_free,
+    },
+    Scenario {
+        name: "expand-vs-fget-recycled-deep",
+        about: "expand-vs-fget-recycled at preemption bound 5 (deep tier)",
+        goals: &["expanded", "fget_saw_old_table"],
+        loom_bound: Some(5),
+        tier: Tier::Deep,
         generated: false,
         plan: expand_vs_fget_recycled,
     },
@@ -402,6 +648,39 @@ const SCENARIOS: &[Row] = &[
         plan: fork_vs_open,
     },
     Scenario {
+        name: "fork-vs-expand",
+        about: "a two-word table with fd 4 open: T0 forks (dup_fd's child table must \
+                grow, with file_lock dropped) while T1 dup2(0, 9) expands the parent's; \
+                the RCU grace-period kthread frees the old table",
+        goals: &["dup_fd_resize", "expanded"],
+        loom_bound: Some(3),
+        tier: Tier::Pr,
+        generated: false,
+        plan: fork_vs_expand,
+    },
+    Scenario {
+        name: "close-range-vs-open",
+        about: "a full allocated table: T0 opens (expanding it and installing locklessly, or \
+                taking an fd T1 freed) while T1 close_range(2, 7) drops file_lock around \
+                each close",
+        goals: &["expanded"],
+        loom_bound: None,
+        tier: Tier::Pr,
+        generated: false,
+        plan: close_range_vs_open,
+    },
+    Scenario {
+        name: "unshare-vs-expand",
+        about: "a two-word table with fds 0-2, 4 and 6 open: T0 close_range(5, 7, \
+                CLOSE_RANGE_UNSHARE) copies it with that punch hole while T1 dup2(0, 9) \
+                expands it",
+        goals: &["dup_fd_resize", "expanded"],
+        loom_bound: None,
+        tier: Tier::Pr,
+        generated: false,
+        plan: unshare_vs_expand,
+    },
+    Scenario {
         name: "close-vs-fget",
         about: "fds 0 and 1 share one file; T0 fget(0) while T1 close(0)",
         goals: &["fget_retry"],
@@ -411,6 +690,27 @@ const SCENARIOS: &[Row] = &[
         plan: close_vs_fget,
     },
     Scenario {
+        name: "close-vs-fget-last",
+        about: "fds 0-2 open; T0 and T1 fget(1) while T2 closes fd 1: the close's put can \
+                leave a reader the last reference, whose fput drops the count to NOREF \
+                while the other reader's get revives it (file_ref only)",
+        goals: &["file_ref_put_revived"],
+        loom_bound: Some(3),
+        tier: Tier::Pr,
+        generated: false,
+        plan: close_vs_fget_last,
+    },
+    Scenario {
+        name: "fget-vs-recycle",
+        about: "fds 0-2 open; T0 fget(1) while T1 dup2(0, 1) (the last reference of fd 1's \
+                file) and opens with O_PATH, recycling that file's memory",
+        goals: &["fget_dead_file"],
+        loom_bound: None,
+        tier: Tier::Pr,
+        generated: false,
+        plan: fget_vs_recycle,
+    },
+    Scenario {
         name: "dupfd-vs-close",
         about: "fds 0-2 open; T0 fcntl(2, F_DUPFD, 2) while T1 close(0)",
         goals: &["start_above_next_fd"],
@@ -418,6 +718,37 @@ const SCENARIOS: &[Row] = &[
         tier: Tier::Pr,
         generated: false,
         plan: dupfd_vs_close,
+    },
+    Scenario {
+        name: "fdget-vs-exit",
+        about: "fds 0-1 open, two tasks share the table; T0 fdget(1) while T1 closes fd 1 \
+                and exits (put_files_struct): a count of 1 lets fdget borrow",
+        goals: &["fget_light_borrow"],
+        loom_bound: None,
+        tier: Tier::Pr,
+        generated: false,
+        plan: fdget_vs_exit,
+    },
+    Scenario {
+        name: "nr-open-vs-dup2",
+        about: "fds 0-2 open; T0 dup2(0, 5) must grow the table while T1 lowers \
+                fs.nr_open to 4",
+        goals: &["alloc_fdtable_emfile", "expanded"],
+        loom_bound: None,
+        tier: Tier::Pr,
+        generated: false,
+        plan: nr_open_vs_dup2,
+    },
+    Scenario {
+        name: "close-range-vs-dup2",
+        about: "a full allocated table: T0 dup2(0, 5) expands it while T1 close_range(1, 1) \
+                drops file_lock around its close; the RCU grace-period kthread frees \
+                the old table",
+        goals: &["expanded"],
+        loom_bound: Some(3),
+        tier: Tier::Pr,
+        generated: false,
+        plan: close_range_vs_dup2,
     },
     Scenario {
         name: "generated",
@@ -440,13 +771,22 @@ const fn cur(bug: Bug) -> Flavor {
     }
 }
 
+const fn v6_10(bug: Bug) -> Flavor {
+    Flavor {
+        base: Base::V6_10,
+        bug: Some(bug),
+    }
+}
+
 const VARIANTS: &[Variant<Flavor>] = &[
     Variant {
         name: "v6.10",
         expected: Expected::Holds,
         witness: "",
-        kernel: "fs/file.c:alloc_fd,find_next_fd (v6.10)",
-        about: "before the series: two-level search, unconditional full_fds_bits clear, slot sanity check",
+        kernel: "fs/file.c (v6.10: before Yu Ma's series; f_count by atomic_long_inc_not_zero, \
+                 files SLAB_TYPESAFE_BY_RCU since v6.7; the series and file_ref replaced this \
+                 in v6.13)",
+        about: "two-level search, unconditional full_fds_bits clear, slot sanity check, f_count",
         code: Flavor {
             base: Base::V6_10,
             bug: None,
@@ -456,37 +796,56 @@ const VARIANTS: &[Variant<Flavor>] = &[
         name: "current",
         expected: Expected::Holds,
         witness: "",
-        kernel: "fs/file.c:alloc_fd,find_next_fd,__clear_open_fd (v6.12)",
-        about: "after the series: fast path on the word containing the candidate, conditional clear",
+        kernel: "fs/file.c + include/linux/file_ref.h (v6.13+: Yu Ma's series via work.fdtable \
+                 and file_ref; read at v7.1-rc1 ef3da345)",
+        about: "fast path on the word containing the candidate, conditional clear, file_ref_t",
         code: Flavor {
             base: Base::Current,
             bug: None,
         },
     },
     Variant {
+        name: "set-open-fd-marks-full-first",
+        expected: Expected::Holds,
+        witness: "",
+        kernel: "fs/file.c:__set_open_fd (v6.13+, two stores reordered inside file_lock)",
+        about: "the full_fds_bits bit is set before the open bit: a state only the lock \
+                holder sees, so it must hold on churn (file_lock state is judged at release)",
+        code: cur(Bug::SetOpenFdMarksFullFirst),
+    },
+    Variant {
         name: "rlimit-skipped-by-fast-path",
         expected: Expected::Violates("emfile"),
         witness: "rlimit-lowered",
-        kernel: "fs/file.c:alloc_fd (Yu Ma v1 patch 1, June 2024; found by Mateusz Guzik)",
-        about: "v1 fast path jumps to success before the fd >= RLIMIT_NOFILE check",
-        code: Flavor {
-            base: Base::V6_10,
-            bug: Some(Bug::RlimitSkippedByFastPath),
-        },
+        kernel: "fs/file.c:alloc_fd (Yu Ma v1 patch 1/3, 14 Jun 2024, on v6.8-rc6; \
+                 found by Mateusz Guzik)",
+        about: "defect 1 of the unguarded v1 fast path: it jumps to success before the \
+                fd >= RLIMIT_NOFILE check",
+        code: v6_10(Bug::RlimitSkippedByFastPath),
+    },
+    Variant {
+        name: "v1-fast-path-returns-bits-per-long",
+        expected: Expected::Violates("unique_fd"),
+        witness: "dupfd-above-hole",
+        kernel: "fs/file.c:alloc_fd (Yu Ma v1 patch 1/3, 14 Jun 2024, on v6.8-rc6)",
+        about: "defect 2 of the same code: with no zero bit at or after an F_DUPFD start in \
+                word 0, find_next_zero_bit's BITS_PER_LONG is returned unchecked (an open fd)",
+        code: v6_10(Bug::RlimitSkippedByFastPath),
     },
     Variant {
         name: "fast-path-ignores-start-bit",
         expected: Expected::Violates("lowest_free"),
         witness: "dupfd-vs-close",
-        kernel: "fs/file.c:find_next_fd (review of v2/v3, Jan Kara)",
-        about: "the fast path searches the candidate's word from bit 0: F_DUPFD gets an fd below min",
+        kernel: "fs/file.c:find_next_fd (review of v2/v3, Jan Kara, July 2024)",
+        about:
+            "the fast path searches the candidate's word from bit 0: F_DUPFD gets an fd below min",
         code: cur(Bug::FastPathIgnoresStartBit),
     },
     Variant {
         name: "fast-path-drops-word-base",
         expected: Expected::Violates("unique_fd"),
         witness: "churn",
-        kernel: "fs/file.c:find_next_fd (review of v2/v3, Jan Kara)",
+        kernel: "fs/file.c:find_next_fd (review of v2/v3, Jan Kara, July 2024)",
         about: "the fast path returns the bit index within the word: an fd already in use",
         code: cur(Bug::FastPathDropsWordBase),
     },
@@ -494,7 +853,7 @@ const VARIANTS: &[Variant<Flavor>] = &[
         name: "conditional-clear-tests-wrong-bit",
         expected: Expected::Violates("full_fds_bits"),
         witness: "churn",
-        kernel: "fs/file.c:__clear_open_fd (mutant of patch 2/3)",
+        kernel: "fs/file.c:__clear_open_fd (mutant of patch 2/3, v6.13)",
         about: "the conditional clear tests full_fds_bits bit fd, not fd / BITS_PER_LONG",
         code: cur(Bug::ConditionalClearTestsWrongBit),
     },
@@ -502,7 +861,7 @@ const VARIANTS: &[Variant<Flavor>] = &[
         name: "put-unused-fd-keeps-next-fd",
         expected: Expected::Violates("next_fd"),
         witness: "churn",
-        kernel: "fs/file.c:__put_unused_fd (mutant)",
+        kernel: "fs/file.c:__put_unused_fd (mutant, v6.13+)",
         about: "closing an fd below next_fd does not lower next_fd",
         code: cur(Bug::PutUnusedFdKeepsNextFd),
     },
@@ -510,7 +869,8 @@ const VARIANTS: &[Variant<Flavor>] = &[
         name: "fget-skips-slot-recheck",
         expected: Expected::Violates("fget_linearizable"),
         witness: "close-vs-fget",
-        kernel: "fs/file.c:__fget_files (before 054aa8d439b9, CVE-2021-4083)",
+        kernel: "fs/file.c:__fget_files (before 054aa8d439b9, Dec 2021, CVE-2021-4083), \
+                 on the v6.13+ base",
         about: "fget keeps a reference taken after the fd was closed",
         code: cur(Bug::FgetSkipsSlotRecheck),
     },
@@ -518,7 +878,7 @@ const VARIANTS: &[Variant<Flavor>] = &[
         name: "fget-skips-fdt-recheck",
         expected: Expected::Violates("fget_linearizable"),
         witness: "expand-vs-fget-recycled",
-        kernel: "fs/file.c:__fget_files_rcu (mutant of 0ede61d8589c, v6.7)",
+        kernel: "fs/file.c:__fget_files_rcu (mutant of 0ede61d8589c, v6.7), on the v6.13+ base",
         about: "with typesafe files, the old table's stale slot matches a recycled file",
         code: cur(Bug::FgetSkipsFdtRecheck),
     },
@@ -526,15 +886,52 @@ const VARIANTS: &[Variant<Flavor>] = &[
         name: "fget-retry-leaks-ref",
         expected: Expected::Violates("refs_balanced"),
         witness: "close-vs-fget",
-        kernel: "fs/file.c:__fget_files_rcu (mutant of e386dfc56f83)",
+        kernel: "fs/file.c:__fget_files_rcu (mutant of e386dfc56f83, Dec 2021), on the v6.13+ base",
         about: "a failed re-check retries without fput",
         code: cur(Bug::FgetRetryLeaksRef),
+    },
+    Variant {
+        name: "file-ref-get-rewrites-dead",
+        expected: Expected::Violates("refs_balanced"),
+        witness: "fget-vs-recycle",
+        kernel: "include/linux/file_ref.h:file_ref_get (brief §4.5.11: review of the early \
+                 file_ref, Oct 2024; the v6.13 comment says why it never rewrites)",
+        about: "a get that fails in the dead zone stores DEAD back: on recycled memory it \
+                kills the new file",
+        code: cur(Bug::FileRefGetRewritesDead),
+    },
+    Variant {
+        name: "file-ref-put-ignores-revival",
+        expected: Expected::Violates("double_free"),
+        witness: "close-vs-fget-last",
+        kernel: "fs/file.c:__file_ref_put (mutant of 08ef26ea9ab3, v6.13)",
+        about: "the put that reaches NOREF frees without the cmpxchg, under a get that revived \
+                the count: the reviver's own final put frees the file again",
+        code: cur(Bug::FileRefPutIgnoresRevival),
+    },
+    Variant {
+        name: "file-ref-put-close-without-cmpxchg",
+        expected: Expected::Violates("file_ref_balanced"),
+        witness: "close-vs-fget-last",
+        kernel: "include/linux/file_ref.h:file_ref_put_close (mutant; the v7.0 close paths \
+                 use it)",
+        about: "the close's last put reads ONEREF and stores DEAD: a get in between is lost, \
+                and that reader's fput finds the count dead",
+        code: cur(Bug::FileRefPutCloseWithoutCmpxchg),
+    },
+    Variant {
+        name: "fget-checks-mode-before-ref",
+        expected: Expected::Violates("file_fields_after_ref"),
+        witness: "fget-vs-recycle",
+        kernel: "fs/file.c:__fget_files_rcu (mutant of the 0ede61d8589c rule, v6.13+)",
+        about: "f_mode & mask is tested before the reference is taken",
+        code: cur(Bug::FgetChecksModeBeforeRef),
     },
     Variant {
         name: "free-fdtable-without-grace-period",
         expected: Expected::Violates("use_after_free"),
         witness: "expand-vs-fget",
-        kernel: "fs/file.c:expand_fdtable (mutant)",
+        kernel: "fs/file.c:expand_fdtable (mutant, v6.13+)",
         about: "the old table is freed at once, under a lockless reader",
         code: cur(Bug::FreeFdtableWithoutGracePeriod),
     },
@@ -542,15 +939,70 @@ const VARIANTS: &[Variant<Flavor>] = &[
         name: "expand-skips-synchronize-rcu",
         expected: Expected::Violates("no_lost_install"),
         witness: "churn",
-        kernel: "fs/file.c:expand_fdtable (mutant of 8a81252b774b)",
+        kernel: "fs/file.c:expand_fdtable (mutant of 8a81252b774b, 2015), on the v6.13+ base",
         about: "a lockless fd_install writes into a table that was already copied",
         code: cur(Bug::ExpandSkipsSynchronizeRcu),
+    },
+    Variant {
+        name: "expand-publishes-before-copy",
+        expected: Expected::Violates("fget_null_justified"),
+        witness: "expand-vs-fget-open",
+        kernel: "fs/file.c:expand_fdtable (mutant, v6.13+)",
+        about: "rcu_assign_pointer before copy_fdtable: a lockless fget sees a NULL slot of \
+                the half-built table and says EBADF for an open fd",
+        code: cur(Bug::ExpandPublishesBeforeCopy),
+    },
+    Variant {
+        name: "alloc-fdtable-trusts-size",
+        expected: Expected::Violates("slot_in_bounds"),
+        witness: "nr-open-vs-dup2",
+        kernel: "fs/file.c:alloc_fdtable (brief §4.5.15, mutant of the sysctl_nr_open \
+                 re-check, v6.13+)",
+        about: "a table cut down to a lowered fs.nr_open is returned though smaller than \
+                wanted: dup2 writes past its end",
+        code: cur(Bug::AllocFdtableTrustsSize),
+    },
+    Variant {
+        name: "range-close-keeps-stale-table",
+        expected: Expected::Violates("use_after_free"),
+        witness: "close-range-vs-dup2",
+        kernel: "fs/file.c:__range_close (mutant, v6.13+)",
+        about: "after filp_close with file_lock dropped, the bitmap of a table an expansion \
+                has replaced and RCU freed is searched",
+        code: cur(Bug::RangeCloseKeepsStaleTable),
+    },
+    Variant {
+        name: "dup-fd-keeps-stale-table",
+        expected: Expected::Violates("use_after_free"),
+        witness: "fork-vs-expand",
+        kernel: "fs/file.c:dup_fd (mutant of its resize loop, v6.13+)",
+        about: "after growing the child's table with file_lock dropped, fork copies from the \
+                parent's old (freed) table",
+        code: cur(Bug::DupFdKeepsStaleTable),
+    },
+    Variant {
+        name: "sane-fdtable-size-trusts-hole",
+        expected: Expected::Violates("fork_keeps_open_fds"),
+        witness: "unshare-vs-expand",
+        kernel: "fs/file.c:sane_fdtable_size (mutant of its punch-hole search, v6.13+)",
+        about: "with the last open fd in the punch hole, the copy is sized for no fd: open fds \
+                below the hole are lost in the unshared table",
+        code: cur(Bug::SaneFdtableSizeTrustsHole),
+    },
+    Variant {
+        name: "fget-light-relaxed-count",
+        expected: Expected::Violates("fget_linearizable"),
+        witness: "fdget-vs-exit",
+        kernel: "fs/file.c:__fget_light (mutant of its atomic_read_acquire, v6.13+)",
+        about: "a plain read of files->count == 1 does not order the slot load after a \
+                sharer's close and exit: fdget borrows a closed file",
+        code: cur(Bug::FgetLightRelaxedCount),
     },
     Variant {
         name: "dup2-ignores-reserved",
         expected: Expected::Violates("unique_fd"),
         witness: "dup2-vs-open",
-        kernel: "fs/file.c:do_dup2 (the -EBUSY rule)",
+        kernel: "fs/file.c:do_dup2 (the -EBUSY rule, v6.13+)",
         about: "dup2 installs over an fd an open has reserved",
         code: cur(Bug::Dup2IgnoresReserved),
     },
@@ -558,7 +1010,7 @@ const VARIANTS: &[Variant<Flavor>] = &[
         name: "dup-fd-keeps-reserved",
         expected: Expected::Violates("fork_no_reserved"),
         witness: "fork-vs-open",
-        kernel: "fs/file.c:dup_fd (the rule in its comment)",
+        kernel: "fs/file.c:dup_fd (the rule in its comment, v6.13+)",
         about: "the child inherits an open bit with a NULL slot: an fd reserved forever",
         code: cur(Bug::DupFdKeepsReserved),
     },
@@ -566,16 +1018,24 @@ const VARIANTS: &[Variant<Flavor>] = &[
 
 // --- invariants ------------------------------------------------------------
 
-/// What the invariants read: the process, and what fget_linearizable
-/// remembers from step to step.
+/// What the invariants read: the process, and what the fget invariants
+/// remember from step to step.
 pub struct World {
     pub fs: Fs,
     seen: Mutex<Vec<(Name, Seen)>>,
+    nulls: Mutex<Vec<(Name, NullSeen)>>,
+    /// Per fd table (by object): a bit per fd that was not installed at
+    /// some instant while that table was current.
+    uninstalled: Mutex<[u32; 16]>,
 }
 
 /// Per fget thread: the (fd, file) being held, and whether that file was
 /// seen installed at fd since the reference was taken.
 type Seen = ((u32, FileId), bool);
+
+/// Per looking thread: the lookup's call number, and whether its fd was
+/// seen uninstalled since the call began.
+type NullSeen = (u32, bool);
 
 type Inv = Invariant<Check<World>>;
 
@@ -592,17 +1052,19 @@ const INVARIANTS: &[Inv] = &[
     },
     Invariant {
         name: "emfile",
-        about: "F5: the fd returned is below RLIMIT_NOFILE; -EMFILE only when no fd below it is free",
+        about:
+            "F5: the fd returned is below RLIMIT_NOFILE; -EMFILE only when no fd below it is free",
         check: Check::Step(emfile),
     },
     Invariant {
         name: "full_fds_bits",
-        about: "F4: full_fds_bits bit i is set iff word i of open_fds is all ones",
+        about:
+            "F4: with file_lock free, full_fds_bits bit i is set iff word i of open_fds is all ones",
         check: Check::Step(full_fds_bits),
     },
     Invariant {
         name: "next_fd",
-        about: "F3: every fd below next_fd is open (next_fd never exceeds the lowest free fd)",
+        about: "F3: with file_lock free, every fd below next_fd is open",
         check: Check::Step(next_fd),
     },
     Invariant {
@@ -611,9 +1073,39 @@ const INVARIANTS: &[Inv] = &[
         check: Check::Step(fork_no_reserved),
     },
     Invariant {
+        name: "fork_keeps_open_fds",
+        about: "F8: a table dup_fd copies (fork, close_range's unshare) holds every fd open in \
+                the parent when copied, outside the punch hole",
+        check: Check::Step(fork_keeps_open_fds),
+    },
+    Invariant {
         name: "fget_linearizable",
-        about: "F9: fget returns a file installed at the fd at some instant after its reference was taken",
+        about: "F9: fget returns a file installed at the fd at some instant after its reference \
+                was taken; fdget's borrowed file stays installed while borrowed",
         check: Check::Step(fget_linearizable),
+    },
+    Invariant {
+        name: "fget_null_justified",
+        about:
+            "F9: fget says EBADF only if the fd was not installed at some instant during the call",
+        check: Check::Step(fget_null_justified),
+    },
+    Invariant {
+        name: "file_fields_after_ref",
+        about: "F9/F10 (raised by the model): no field of a file is read before the reader holds \
+                a reference (or borrows it from an unshared table)",
+        check: Check::Raised,
+    },
+    Invariant {
+        name: "file_ref_balanced",
+        about: "F10 (raised by the model): no put finds the count in the dead zone \
+                (__file_ref_put_badval's WARN_ONCE)",
+        check: Check::Raised,
+    },
+    Invariant {
+        name: "slot_in_bounds",
+        about: "raised by the model: no fd[] slot past max_fds is touched",
+        check: Check::Raised,
     },
     Invariant {
         name: "no_lost_install",
@@ -622,7 +1114,8 @@ const INVARIANTS: &[Inv] = &[
     },
     Invariant {
         name: "refs_balanced",
-        about: "F10: at the end each live file's refcount equals the slots holding it",
+        about: "F10: at the end each live file's refcount equals the slots holding it, and no \
+                slot holds a freed file",
         check: Check::End(refs_balanced),
     },
 ];
@@ -649,10 +1142,34 @@ impl Spec for Fdtable {
         INVARIANTS
     }
 
+    /// close-vs-fget-last races a get against the NOREF → DEAD step, which
+    /// only file_ref has; the reordering inside __set_open_fd is checked
+    /// where opens fill words and the table grows (churn).
+    fn applies(code: Flavor, scenario: &'static str) -> bool {
+        if code.has(Bug::SetOpenFdMarksFullFirst) {
+            return scenario == "churn";
+        }
+        scenario != "close-vs-fget-last" || code.base == Base::Current
+    }
+
+    fn needs(v: &Variant<Flavor>) -> &'static [Need] {
+        if v.code.has(Bug::FgetLightRelaxedCount) {
+            &[Need::WeakMemory(
+                "a plain read of files->count orders nothing: the stale slot is a weak-memory \
+                 outcome",
+            )]
+        } else {
+            &[]
+        }
+    }
+
     fn execute(flavor: Flavor, plan: &Plan, watch: &Watch<Self>) {
+        let sharers = plan.threads.len() as u32;
         let world = Arc::new(World {
-            fs: Fs::new(flavor, &plan.init),
+            fs: Fs::new(flavor, &plan.init, sharers),
             seen: Mutex::new(Vec::with_capacity(plan.threads.len())),
+            nulls: Mutex::new(Vec::with_capacity(plan.threads.len())),
+            uninstalled: Mutex::new([0; 16]),
         });
         watch.start(&world);
         let handles: Vec<_> = plan
@@ -693,14 +1210,15 @@ impl Spec for Fdtable {
 }
 
 /// Runs one thread program on a fresh process sequentially, on the calling
-/// model thread (inside an engine): the system under the proptest.
+/// model thread (inside an engine): the system under the proptest. The
+/// thread is the table's only user.
 pub fn run_single(variant: &str, init: &Init, ops: &[Op]) -> Vec<OpResult> {
     let flavor = VARIANTS
         .iter()
         .find(|v| v.name == variant)
         .expect("a registered variant")
         .code;
-    let fs = Fs::new(flavor, init);
+    let fs = Fs::new(flavor, init, 1);
     let t = Task::new("T0", Context::Task);
     let results = run_program(&fs, &t, ops);
     let main = Task::new("main", Context::Task);
@@ -764,6 +1282,9 @@ fn emfile(w: &World) -> Result<(), String> {
 }
 
 fn full_fds_bits(w: &World) -> Result<(), String> {
+    if w.fs.files.file_lock.is_locked() {
+        return Ok(());
+    }
     w.fs.current_table().bits.peek(|b| {
         for word in 0..b.full_fds_bits.nbits() {
             let full = b.open_fds.word_is_full(word);
@@ -780,6 +1301,9 @@ fn full_fds_bits(w: &World) -> Result<(), String> {
 }
 
 fn next_fd(w: &World) -> Result<(), String> {
+    if w.fs.files.file_lock.is_locked() {
+        return Ok(());
+    }
     let table = w.fs.current_table();
     let free = table
         .bits
@@ -804,6 +1328,19 @@ fn fork_no_reserved(w: &World) -> Result<(), String> {
     Ok(())
 }
 
+fn fork_keeps_open_fds(w: &World) -> Result<(), String> {
+    for (i, c) in w.fs.ghost().children.iter().enumerate() {
+        if let Some(fd) = c.lost.first() {
+            return Err(format!(
+                "child table {i} has {} slots: fd {fd}, open in the parent outside the punch \
+                 hole, is lost",
+                c.slots.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn fget_linearizable(w: &World) -> Result<(), String> {
     let ghost = w.fs.ghost();
     let mut seen = w.seen.lock().unwrap_or_else(|p| p.into_inner());
@@ -812,6 +1349,17 @@ fn fget_linearizable(w: &World) -> Result<(), String> {
         let (fd, file, returned) = match *st {
             FgetState::Holding { fd, file } => (fd, file, false),
             FgetState::Returned { fd, file } => (fd, file, true),
+            FgetState::Borrowing { fd, file } => {
+                if ghost.installed.get(&fd) != Some(&file) {
+                    return Err(format!(
+                        "{thread}: fdget({fd}) borrowed {file}, which is not installed at fd {fd}"
+                    ));
+                }
+                continue;
+            }
+            FgetState::Looking { .. } | FgetState::Null { .. } | FgetState::Masked { .. } => {
+                continue
+            }
         };
         let i = match seen.iter().position(|(t, _)| *t == thread) {
             Some(i) => i,
@@ -841,6 +1389,60 @@ fn fget_linearizable(w: &World) -> Result<(), String> {
     Ok(())
 }
 
+/// An fget that returns NULL (EBADF) must be explained by an instant at
+/// which its fd was not installed: one during the call, or (a weak-memory
+/// reader may see an older slot value) one at which the table it read was
+/// the current table. A NULL read from a table that was current only while
+/// the fd was installed (a half-built table) is not explained.
+fn fget_null_justified(w: &World) -> Result<(), String> {
+    let ghost = w.fs.ghost();
+    let cur = w.fs.files.fdt.peek() as usize;
+    let mut uninstalled = w.uninstalled.lock().unwrap_or_else(|p| p.into_inner());
+    assert!(
+        cur < uninstalled.len(),
+        "more fd tables than the check tracks"
+    );
+    for fd in 0..SYSCTL_NR_OPEN {
+        if !ghost.installed.contains_key(&fd) {
+            uninstalled[cur] |= 1 << fd;
+        }
+    }
+    let mut nulls = w.nulls.lock().unwrap_or_else(|p| p.into_inner());
+    nulls.retain(|(t, _)| ghost.fgets.contains_key(t));
+    for (&thread, st) in &ghost.fgets {
+        let (fd, call, null) = match *st {
+            FgetState::Looking { fd, call } => (fd, Some(call), None),
+            FgetState::Null { fd, call, table } => (fd, Some(call), Some(table)),
+            FgetState::Holding { fd, .. } => (fd, None, None),
+            _ => continue,
+        };
+        let i = match nulls.iter().position(|(t, _)| *t == thread) {
+            Some(i) => i,
+            None => {
+                nulls.push((thread, (call.unwrap_or(0), false)));
+                nulls.len() - 1
+            }
+        };
+        let entry = &mut nulls[i].1;
+        if let Some(call) = call {
+            if entry.0 != call {
+                *entry = (call, false);
+            }
+        }
+        if !ghost.installed.contains_key(&fd) {
+            entry.1 = true;
+        }
+        let Some(table) = null else { continue };
+        if !entry.1 && uninstalled[table as usize] & 1 << fd == 0 {
+            return Err(format!(
+                "{thread}: fget({fd}) returned NULL (EBADF) from fdtable#{table}, but fd {fd} was \
+                 installed at every instant of the call and whenever that table was current"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn no_lost_install(w: &World) -> Result<(), String> {
     let table = w.fs.current_table();
     for (fd, claims) in &w.fs.ghost().claims {
@@ -862,6 +1464,14 @@ fn no_lost_install(w: &World) -> Result<(), String> {
 fn refs_balanced(w: &World) -> Result<(), String> {
     let table = w.fs.current_table();
     let ghost = w.fs.ghost();
+    for (fd, slot) in table.fd.iter().enumerate() {
+        let obj = slot.peek();
+        if obj != 0 && !w.fs.file_is_live(obj) {
+            return Err(format!(
+                "fd {fd} holds file#{obj}, which was freed (its slot's reference was dropped)"
+            ));
+        }
+    }
     let mut broken = None;
     w.fs.live_files(|file, refs| {
         let in_table = table.fd.iter().filter(|s| s.peek() == file.obj).count();
@@ -909,11 +1519,12 @@ fn render(fs: &Fs) -> String {
         .bits
         .peek(|b| (b.open_fds.to_string(), b.full_fds_bits.to_string()));
     format!(
-        "fdtable#{} max_fds {} next_fd {} RLIMIT_NOFILE {}\nopen_fds {open_fds} full_fds_bits {full}\nslots [{}]\nclaims {}",
+        "fdtable#{} max_fds {} next_fd {} RLIMIT_NOFILE {} files->count {}\nopen_fds {open_fds} full_fds_bits {full}\nslots [{}]\nclaims {}",
         fs.files.fdt.peek(),
         table.max_fds,
         fs.next_fd(),
         fs.rlimit(),
+        fs.files.count.peek(),
         slots.join(" "),
         claims.join(" ")
     )
@@ -935,7 +1546,7 @@ pub fn decode(input: &[u8]) -> Vec<Vec<Op>> {
 
 fn decode_op(byte: &mut impl FnMut() -> u8) -> Op {
     let fd = |b: u8| u32::from(b % 6);
-    match byte() % 8 {
+    match byte() % 12 {
         0 => Op::Open,
         1 => Op::OpenFails,
         2 => match byte() % 2 {
@@ -949,17 +1560,27 @@ fn decode_op(byte: &mut impl FnMut() -> u8) -> Op {
         },
         5 => Op::Fget(fd(byte())),
         6 => Op::Fork,
-        _ => Op::SetRlimit(2 + u32::from(byte() % 15)),
+        7 => Op::SetRlimit(2 + u32::from(byte() % 15)),
+        8 => Op::OpenPath,
+        9 => Op::CloseRange(fd(byte()), fd(byte())),
+        10 => Op::Dup3(fd(byte()), fd(byte())),
+        _ => Op::Fdget(fd(byte())),
     }
 }
 
 /// Encodes 2-3 thread programs as scenario bytes for [`decode`] (programs
-/// longer than 3 calls are cut; fds and mins must be below 6, limits 2-16).
+/// longer than 3 calls are cut; fds and mins must be below 6, limits 2-16;
+/// `Exit`, `SetNrOpen` and `CloseRangeUnshare` have no encoding and are left
+/// out).
 pub fn encode(threads: &[Vec<Op>]) -> Vec<u8> {
     let mut out = vec![(threads.len() as u8).saturating_sub(2)];
     for ops in threads {
-        let ops = &ops[..ops.len().min(3)];
-        out.push(ops.len() as u8 - 1);
+        let ops: Vec<&Op> = ops
+            .iter()
+            .filter(|op| !matches!(op, Op::Exit | Op::SetNrOpen(_) | Op::CloseRangeUnshare(..)))
+            .take(3)
+            .collect();
+        out.push((ops.len() as u8).saturating_sub(1));
         for op in ops {
             match *op {
                 Op::Open => out.push(0),
@@ -971,6 +1592,11 @@ pub fn encode(threads: &[Vec<Op>]) -> Vec<u8> {
                 Op::Fget(n) => out.extend([5, n as u8]),
                 Op::Fork => out.push(6),
                 Op::SetRlimit(n) => out.extend([7, (n - 2) as u8]),
+                Op::OpenPath => out.push(8),
+                Op::CloseRange(a, b) => out.extend([9, a as u8, b as u8]),
+                Op::Dup3(a, b) => out.extend([10, a as u8, b as u8]),
+                Op::Fdget(n) => out.extend([11, n as u8]),
+                Op::Exit | Op::SetNrOpen(_) | Op::CloseRangeUnshare(..) => {}
             }
         }
     }

@@ -1,5 +1,6 @@
 //! fd allocation: alloc_fd, find_next_fd, __set_open_fd, __clear_open_fd,
-//! __put_unused_fd, put_unused_fd (fs/file.c, v6.10 and v6.12).
+//! __put_unused_fd, put_unused_fd (fs/file.c; current read at v7.1-rc1
+//! ef3da345, v6.10 from Yu Ma's v5 patch 1/3 diff against it).
 
 use crate::kernel::spinlock::SpinGuard;
 use crate::kernel::task::Task;
@@ -23,17 +24,59 @@ pub(super) fn set_open_bits(b: &mut FdBits, fd: u32, cloexec: bool) -> Parts {
     effect
 }
 
+/// fs/file.c:__set_open_fd (file_lock held) as one step; the
+/// SetOpenFdMarksFullFirst reordering takes two, the full bit first.
+/// `ghost` runs inside the step that sets the open bit.
+pub(super) fn __set_open_fd(
+    fs: &Fs,
+    t: &Task,
+    g: &SpinGuard<'_>,
+    fdt: &FdTable,
+    fd: u32,
+    cloexec: bool,
+    ghost: impl FnOnce(),
+) {
+    let _s = t.enter("__set_open_fd");
+    let word = fd / BITS_PER_LONG;
+    let fills = fdt.bits.get(g, |b| {
+        (0..BITS_PER_LONG)
+            .all(|i| i + word * BITS_PER_LONG == fd || b.open_fds.bit(i + word * BITS_PER_LONG))
+    });
+    if fs.flavor.has(Bug::SetOpenFdMarksFullFirst) && fills {
+        fdt.bits.apply(g, |b| Effect::Update {
+            scope: None,
+            parts: Parts::one(b.full_fds_bits.set_bit(word)),
+        });
+    }
+    fdt.bits.apply(g, |b| {
+        ghost();
+        Effect::Update {
+            scope: None,
+            parts: set_open_bits(b, fd, cloexec),
+        }
+    });
+}
+
 /// The trace's view of a change of `files->next_fd`.
-fn next_fd_part(old: u32, new: u32) -> Part {
-    Part::Store {
+fn next_fd_part(old: u32, new: u32) -> Parts {
+    Parts::one(Part::Store {
         var: "next_fd",
         old: Val::dec(old.into()),
         new: Val::dec(new.into()),
-    }
+    })
+}
+
+/// `files->next_fd = new` under file_lock, as its own step.
+fn set_next_fd(fs: &Fs, t: &Task, g: &SpinGuard<'_>, new: u32) {
+    let old = fs.files.next_fd.update(g, |n| std::mem::replace(n, new));
+    t.step(Effect::Update {
+        scope: None,
+        parts: next_fd_part(old, new),
+    });
 }
 
 /// fs/file.c:__clear_open_fd (v6.10: always clears the word's full bit;
-/// v6.12, patch 2/3: clears it only if test_bit finds it set).
+/// current, patch 2/3: clears it only if test_bit finds it set).
 pub(super) fn clear_open_bits(fs: &Fs, t: &Task, b: &mut FdBits, fd: u32) -> Parts {
     let mut effect = Parts::one(b.open_fds.clear_bit(fd));
     let word = fd / BITS_PER_LONG;
@@ -53,29 +96,19 @@ pub(super) fn clear_open_bits(fs: &Fs, t: &Task, b: &mut FdBits, fd: u32) -> Par
     effect
 }
 
-/// fs/file.c:__put_unused_fd (v6.12): clear the open bit and lower next_fd
-/// to the freed fd. Caller holds file_lock. One step.
+/// fs/file.c:__put_unused_fd: __clear_open_fd, then lower next_fd to the
+/// freed fd (two stores, each a step; file_lock held throughout).
 pub(super) fn __put_unused_fd(fs: &Fs, t: &Task, g: &SpinGuard<'_>, fdt: &FdTable, fd: u32) {
     let _f = t.enter("__put_unused_fd");
-    let lowered = if fs.flavor.has(Bug::PutUnusedFdKeepsNextFd) {
-        None
-    } else {
-        fs.files.next_fd.update(g, |n| {
-            let old = *n;
-            (fd < old).then(|| {
-                *n = fd;
-                old
-            })
-        })
-    };
     fdt.bits.apply(g, |b| {
-        let mut parts = clear_open_bits(fs, t, b, fd);
+        let parts = clear_open_bits(fs, t, b, fd);
         fs.ghost().claims.remove(&fd);
-        if let Some(old) = lowered {
-            parts = parts.and(next_fd_part(old, fd));
-        }
         Effect::Update { scope: None, parts }
     });
+    let next_fd = fs.files.next_fd.get(g, |n| *n);
+    if fd < next_fd && !fs.flavor.has(Bug::PutUnusedFdKeepsNextFd) {
+        set_next_fd(fs, t, g, fd);
+    }
 }
 
 /// fs/file.c:put_unused_fd: give back a reserved fd that was never installed.
@@ -89,7 +122,7 @@ pub fn put_unused_fd(fs: &Fs, t: &Task, fd: u32) {
 
 /// fs/file.c:find_next_fd: the lowest clear bit of open_fds at or after
 /// `start`, or max_fds. v6.10: skip full words through full_fds_bits, then
-/// search open_fds. v6.12 (patch 3/3): first search the word that contains
+/// search open_fds. Current (patch 3/3): first search the word that contains
 /// `start`, from start's bit, and only on failure do the two-level search.
 fn find_next_fd(fs: &Fs, t: &Task, g: &SpinGuard<'_>, fdt: &FdTable, start: u32) -> u32 {
     let _f = t.enter("find_next_fd");
@@ -131,12 +164,37 @@ fn find_next_fd(fs: &Fs, t: &Task, g: &SpinGuard<'_>, fdt: &FdTable, start: u32)
     fd
 }
 
-/// fs/file.c:alloc_fd: allocate the lowest free fd ≥ `start` below `end`
-/// (RLIMIT_NOFILE), growing the table when needed. The decision and the
-/// setting of the bit are one critical section of file_lock.
-pub fn alloc_fd(fs: &Fs, t: &Task, start: u32, cloexec: bool) -> Result<u32, Errno> {
-    let _f = t.enter("alloc_fd");
+/// The v1 fast path (patch 1 of 14 Jun 2024): with word 0 of open_fds not
+/// full, `find_next_zero_bit(open_fds, BITS_PER_LONG, fd)` is taken as the
+/// answer, whatever it is: BITS_PER_LONG when no zero bit lies in
+/// [fd, BITS_PER_LONG).
+fn v1_fast_path(t: &Task, g: &SpinGuard<'_>, fdt: &FdTable, fd: u32) -> Option<u32> {
+    let found = fdt.bits.get(g, |b| {
+        t.cost(crate::exec::Counter::BitmapWordsRead, 1);
+        (!b.open_fds.word_is_full(0)).then(|| b.open_fds.find_next_zero_bit(t, BITS_PER_LONG, fd))
+    })?;
+    t.tracepoint("v1_fast_path");
+    t.note(
+        "v1 fast path: word 0 not full → {}",
+        &[Val::dec(found.into())],
+    );
+    Some(found)
+}
+
+/// fs/file.c:get_unused_fd_flags: alloc_fd(0, RLIMIT_NOFILE).
+pub fn get_unused_fd_flags(fs: &Fs, t: &Task, cloexec: bool) -> Result<u32, Errno> {
+    let _f = t.enter("get_unused_fd_flags");
     let end = fs.rlimit_nofile.read_once(t) as u32;
+    alloc_fd(fs, t, 0, end, cloexec)
+}
+
+/// fs/file.c:alloc_fd: allocate the lowest free fd ≥ `start` below `end`
+/// (the caller's RLIMIT_NOFILE), growing the table when needed. The
+/// decision and the setting of the bit are one critical section of
+/// file_lock; inside it next_fd is stored before __set_open_fd, as in the
+/// kernel.
+pub fn alloc_fd(fs: &Fs, t: &Task, start: u32, end: u32, cloexec: bool) -> Result<u32, Errno> {
+    let _f = t.enter("alloc_fd");
     let mut g = fs.files.file_lock.spin_lock(t);
     loop {
         let fdt_ref = fs.files_fdtable_locked();
@@ -147,18 +205,13 @@ pub fn alloc_fd(fs: &Fs, t: &Task, start: u32, cloexec: bool) -> Result<u32, Err
         }
         let mut fd = start.max(next_fd);
         let open_before = fdt.bits.get(&g, |b| b.open_fds.val().raw);
-        // The v1 fast path: word 0 not full → its first zero bit at or after
-        // the candidate is taken at once, before any limit check.
-        let v1_hit = fs.flavor.has(Bug::RlimitSkippedByFastPath)
-            && fdt.bits.get(&g, |b| {
-                t.cost(crate::exec::Counter::BitmapWordsRead, 1);
-                !b.open_fds.word_is_full(0) && (fd..BITS_PER_LONG).any(|i| !b.open_fds.bit(i))
-            });
-        if v1_hit {
-            fd = (fd..BITS_PER_LONG)
-                .find(|&i| open_before >> i & 1 == 0)
-                .unwrap_or(fd);
-            t.note("v1 fast path: word 0 not full → {}", &[Val::dec(fd.into())]);
+        let v1 = if fs.flavor.has(Bug::RlimitSkippedByFastPath) && fd < fdt.max_fds {
+            v1_fast_path(t, &g, &fdt, fd)
+        } else {
+            None
+        };
+        if let Some(v1_fd) = v1 {
+            fd = v1_fd;
         } else {
             if fd < fdt.max_fds {
                 fd = find_next_fd(fs, t, &g, &fdt, fd);
@@ -189,19 +242,10 @@ pub fn alloc_fd(fs: &Fs, t: &Task, start: u32, cloexec: bool) -> Result<u32, Err
                 continue;
             }
         }
-        if fs.flavor.base == Base::V6_10 && !fs.flavor.has(Bug::RlimitSkippedByFastPath) {
-            // The sanity check removed by patch 1/3: a stale pointer in a
-            // free slot is reported and cleared. It never fires here.
-            let _f = t.enter("alloc_fd sanity check");
-            fdt.fd[fd as usize].rcu_access_pointer(t);
+        if start <= next_fd {
+            set_next_fd(fs, t, &g, fd + 1);
         }
-        let advance = start <= next_fd;
-        if advance {
-            fs.files.next_fd.update(&g, |n| *n = fd + 1);
-        }
-        let _s = t.enter("__set_open_fd");
-        fdt.bits.apply(&g, |b| {
-            let mut parts = set_open_bits(b, fd, cloexec);
+        __set_open_fd(fs, t, &g, &fdt, fd, cloexec, || {
             let mut gh = fs.ghost();
             gh.allocs.push(AllocEvent {
                 thread: t.name(),
@@ -214,13 +258,25 @@ pub fn alloc_fd(fs: &Fs, t: &Task, start: u32, cloexec: bool) -> Result<u32, Err
                 .entry(fd)
                 .or_default()
                 .push(Claim::Reserved { by: t.name() });
-            if advance {
-                parts = parts.and(next_fd_part(next_fd, fd + 1));
-            }
-            Effect::Update { scope: None, parts }
         });
-        drop(_s);
+        if fs.flavor.base == Base::V6_10 {
+            sanity_check(fs, t, &fdt, fd);
+        }
         g.unlock();
         return Ok(fd);
+    }
+}
+
+/// The v6.10 "sanity check" at the end of alloc_fd's critical section (after
+/// __set_open_fd; removed by patch 1/3): a non-NULL pointer in the slot just
+/// allocated is reported and overwritten with NULL. It never fires while
+/// every fd is installed exactly once.
+fn sanity_check(fs: &Fs, t: &Task, fdt: &FdTable, fd: u32) {
+    let _f = t.enter("alloc_fd sanity check");
+    let slot = fs.slot(t, fdt, fd);
+    if slot.rcu_access_pointer(t) != 0 {
+        t.note("alloc_fd: slot {} not NULL!", &[Val::dec(fd.into())]);
+        fs.ghost().installed.remove(&fd);
+        slot.rcu_assign_pointer(t, 0);
     }
 }

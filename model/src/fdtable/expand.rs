@@ -1,48 +1,73 @@
 //! Growing the table: expand_files, expand_fdtable, alloc_fdtable,
-//! copy_fdtable, free_fdtable_rcu (fs/file.c, v6.12).
+//! copy_fdtable, free_fdtable_rcu (fs/file.c; read at v7.1-rc1 ef3da345,
+//! where alloc_fdtable takes the number of slots wanted and returns an
+//! ERR_PTR since 1d3b4bec3ce5, v6.13).
 
 use crate::kernel::atomic::smp_wmb;
 use crate::kernel::spinlock::SpinGuard;
 use crate::kernel::task::Task;
 use crate::trace::{Effect, Part, Parts, Show, Val};
 
-use super::{Bug, Errno, FdTable, Fs, BITS_PER_LONG, SYSCTL_NR_OPEN};
+use super::{Base, Bug, Errno, FdTable, Fs, BITS_PER_LONG};
 
-/// fs/file.c:alloc_fdtable: a table for at least `nr` fds, rounded up to a
-/// power of two (at least two words here; the kernel's minimum is a page
-/// worth of pointers). Its slots are NULL until copy_fdtable fills them.
-fn alloc_fdtable(fs: &Fs, t: &Task, nr: u32) -> u64 {
+/// The size alloc_fdtable gives a table for `slots_wanted` fds: the next
+/// power of two, at least two words (the kernel's smallest is 1 KiB of
+/// pointers), cut down to a multiple of BITS_PER_LONG at or below
+/// `sysctl_nr_open` when it is larger; -EMFILE when that is too small.
+pub(super) fn fdtable_size(fs: &Fs, t: &Task, slots_wanted: u32) -> Result<u32, Errno> {
+    let mut nr = slots_wanted.next_power_of_two().max(2 * BITS_PER_LONG);
+    let nr_open = fs.sysctl_nr_open.read_once(t) as u32;
+    if nr > nr_open {
+        nr = nr_open / BITS_PER_LONG * BITS_PER_LONG;
+        if nr < slots_wanted && !fs.flavor.has(Bug::AllocFdtableTrustsSize) {
+            t.tracepoint("alloc_fdtable_emfile");
+            t.note(
+                "sysctl_nr_open {} leaves {} slots < {} wanted: -EMFILE",
+                &[
+                    Val::dec(nr_open.into()),
+                    Val::dec(nr.into()),
+                    Val::dec(slots_wanted.into()),
+                ],
+            );
+            return Err(Errno::Emfile);
+        }
+    }
+    Ok(nr)
+}
+
+/// fs/file.c:alloc_fdtable: a table for at least `slots_wanted` fds (see
+/// [`fdtable_size`]); its slots are NULL until copy_fdtable fills them.
+fn alloc_fdtable(fs: &Fs, t: &Task, slots_wanted: u32) -> Result<u64, Errno> {
     let _f = t.enter("alloc_fdtable");
-    let max_fds = nr
-        .next_power_of_two()
-        .clamp(2 * BITS_PER_LONG, SYSCTL_NR_OPEN);
+    let max_fds = fdtable_size(fs, t, slots_wanted)?;
     let next = fs.tables.count() + 1;
     let label = format!("fdtable#{next}");
-    fs.tables.alloc(
+    Ok(fs.tables.alloc(
         t,
         || FdTable::new(&fs.files.file_lock, &label, max_fds, &[], false),
         |_| {},
-    )
+    ))
 }
 
 /// fs/file.c:copy_fdtable: copy the slot pointers and the bitmaps of `old`
 /// into `new` (file_lock held). The slot loads are marked: fd_install
 /// writes slots without the lock.
-fn copy_fdtable(t: &Task, g: &SpinGuard<'_>, new: &FdTable, old: &FdTable) {
+fn copy_fdtable(fs: &Fs, t: &Task, g: &SpinGuard<'_>, new: &FdTable, old: &FdTable) {
     let _f = t.enter("copy_fdtable");
-    for i in 0..old.max_fds as usize {
-        let f = old.fd[i].rcu_dereference(t);
+    for i in 0..old.max_fds {
+        let f = old.fd[i as usize].rcu_dereference(t);
         if f != 0 {
-            new.fd[i].write_once(t, f);
+            fs.slot(t, new, i).write_once(t, f);
         }
     }
     let src = old.bits.get(g, |b| b.clone());
     let _c = t.enter("copy_fd_bitmaps");
     new.bits.apply(g, |b| {
-        b.open_fds.copy_from(&src.open_fds, old.max_fds);
-        b.close_on_exec.copy_from(&src.close_on_exec, old.max_fds);
+        let n = old.max_fds.min(new.max_fds);
+        b.open_fds.copy_from(&src.open_fds, n);
+        b.close_on_exec.copy_from(&src.close_on_exec, n);
         b.full_fds_bits
-            .copy_from(&src.full_fds_bits, old.max_fds / BITS_PER_LONG);
+            .copy_from(&src.full_fds_bits, n / BITS_PER_LONG);
         let assign = |m: &crate::kernel::bitmap::Bitmap| Part::Assign {
             var: m.name(),
             val: m.val(),
@@ -56,8 +81,9 @@ fn copy_fdtable(t: &Task, g: &SpinGuard<'_>, new: &FdTable, old: &FdTable) {
 
 /// fs/file.c:expand_fdtable: drop file_lock, allocate a bigger table, wait
 /// for a grace period if the table is shared (so no lockless fd_install is
-/// still writing into the old table), relock, copy, publish the new table
-/// with rcu_assign_pointer and free the old one after a grace period.
+/// still writing into the old table), relock; on an allocation error return
+/// it (lock held), else copy, publish the new table with rcu_assign_pointer
+/// and free the old one after a grace period.
 fn expand_fdtable<'a>(
     fs: &'a Fs,
     t: &'a Task,
@@ -71,11 +97,20 @@ fn expand_fdtable<'a>(
         fs.rcu.synchronize_rcu(t);
     }
     let g = fs.files.file_lock.spin_lock(t);
+    let new_ref = match new_ref {
+        Ok(r) => r,
+        Err(e) => return (g, Err(e)),
+    };
     let cur_ref = fs.files_fdtable_locked();
     let cur = fs.tables.get(t, cur_ref);
     let new = fs.tables.get(t, new_ref);
-    copy_fdtable(t, &g, &new, &cur);
-    fs.files.fdt.rcu_assign_pointer(t, new_ref);
+    if fs.flavor.has(Bug::ExpandPublishesBeforeCopy) {
+        fs.files.fdt.rcu_assign_pointer(t, new_ref);
+        copy_fdtable(fs, t, &g, &new, &cur);
+    } else {
+        copy_fdtable(fs, t, &g, &new, &cur);
+        fs.files.fdt.rcu_assign_pointer(t, new_ref);
+    }
     t.tracepoint("expanded");
     if !cur.embedded {
         if fs.flavor.has(Bug::FreeFdtableWithoutGracePeriod) {
@@ -99,8 +134,13 @@ fn expand_fdtable<'a>(
     (g, Ok(()))
 }
 
-/// fs/file.c:expand_files: make sure fd `nr` fits in the table. Only one
-/// resize at a time: others wait on resize_wait with the lock dropped.
+/// fs/file.c:expand_files: make sure fd `nr` fits in the table, or -EMFILE
+/// when `nr >= sysctl_nr_open`. Only one resize at a time: others wait on
+/// resize_wait with the lock dropped. The v7.1-rc1 copy tests
+/// resize_in_progress before sysctl_nr_open; v6.10 (and v6.13, as the
+/// context of "expand_files(): simplify calling conventions", 7 Oct 2024,
+/// shows) the other way round, which the v6.10 base keeps. The commit that
+/// swapped them was not identified.
 pub fn expand_files<'a>(
     fs: &'a Fs,
     t: &'a Task,
@@ -113,8 +153,7 @@ pub fn expand_files<'a>(
         if nr < fdt.max_fds {
             return (g, Ok(()));
         }
-        if nr >= SYSCTL_NR_OPEN {
-            t.note("fd {} ≥ sysctl_nr_open: -EMFILE", &[Val::dec(nr.into())]);
+        if fs.flavor.base == Base::V6_10 && nr_open_exceeded(fs, t, nr) {
             return (g, Err(Errno::Emfile));
         }
         // Only file_lock holders write resize_in_progress: the latest value
@@ -123,17 +162,37 @@ pub fn expand_files<'a>(
             t.tracepoint("resize_wait");
             g.unlock();
             // wait_event(resize_wait, !resize_in_progress), then relock and
-            // repeat. The resizer clears the flag under file_lock before its
-            // wake_up_all, so the condition is re-checked under file_lock
-            // (the same edge, without modelling the wait queue).
+            // repeat: the waiter sleeps until the resizer's wake_up_all
+            // (it blocks on the engine mutex the resizer holds while
+            // resize_in_progress is set, so no engine spins on it), and the
+            // condition is re-checked under file_lock.
             t.might_sleep("wait_event", Some("resize_wait"));
-            crate::sync::yield_now();
+            drop(fs.resize_wait.lock());
             g = fs.files.file_lock.spin_lock(t);
             continue;
         }
+        if fs.flavor.base == Base::Current && nr_open_exceeded(fs, t, nr) {
+            return (g, Err(Errno::Emfile));
+        }
+        let wake = fs.resize_wait.lock();
         fs.files.resize_in_progress.write_once(t, 1);
         let (g2, r) = expand_fdtable(fs, t, g, nr);
         fs.files.resize_in_progress.write_once(t, 0);
+        // wake_up_all(&files->resize_wait)
+        drop(wake);
         return (g2, r);
     }
+}
+
+/// expand_files' "Can we expand?" test: `nr >= sysctl_nr_open`.
+fn nr_open_exceeded(fs: &Fs, t: &Task, nr: u32) -> bool {
+    let nr_open = fs.sysctl_nr_open.read_once(t) as u32;
+    if nr >= nr_open {
+        t.note(
+            "fd {} ≥ sysctl_nr_open {}: -EMFILE",
+            &[Val::dec(nr.into()), Val::dec(nr_open.into())],
+        );
+        return true;
+    }
+    false
 }

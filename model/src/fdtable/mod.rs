@@ -1,21 +1,33 @@
 //! fs/file.c and include/linux/fdtable.h: the fd table of a process, the
 //! bitmap search that allocates the lowest free fd, its RCU-published
-//! resizing, and the lockless `fget` (v6.10 and v6.12+, Yu Ma's series
-//! "fs/file.c: optimize the critical section of file_lock in alloc_fd()").
+//! resizing, the lockless `fget`, and the neighbours a reviewer of those
+//! touches (close_range, dup_fd at fork, fdget's borrow, put_files_struct).
+//! Two bases: v6.10, before Yu Ma's series "fs/file.c: optimize the
+//! critical section of file_lock in alloc_fd()", with `f_count` taken by
+//! `atomic_long_inc_not_zero`; and current, v6.13+, where the series came in
+//! through Al Viro's `work.fdtable` branch (merged into `vfs.file` beside
+//! "fs: add file_ref" / "fs: port files to file_ref", post-receive log of
+//! 10 Oct 2024; the 6.12 stable queue had to backport 1d3b4bec3ce5 from it)
+//! and `struct file` counts with `file_ref_t`. Current was read at the
+//! v7.1-rc1 `vfs-7.1-rc1.misc` merge (ef3da345) and file_ref.h 5370b43e.
 //!
 //! What is modelled: `files_struct` {fdt (RCU pointer), file_lock, next_fd,
-//! resize_in_progress, count} and `fdtable` {max_fds, fd[] (RCU slots),
-//! open_fds, close_on_exec, full_fds_bits}; RLIMIT_NOFILE as a word another
-//! thread may lower; `struct file` as a SLAB_TYPESAFE_BY_RCU object whose
-//! refcount follows the v6.12 `atomic_long_inc_not_zero(&f_count)` rules (not
-//! v6.13 `file_ref`); fdtables as ordinary slab objects freed through
-//! `call_rcu`, so a reader touching a freed table is a use-after-free.
+//! resize_in_progress, count (a variable: tasks sharing the table)} and
+//! `fdtable` {max_fds, fd[] (RCU slots), open_fds, close_on_exec,
+//! full_fds_bits}; RLIMIT_NOFILE and `sysctl_nr_open` as words another
+//! thread may change; `struct file` {f_ref, f_mode} as a
+//! SLAB_TYPESAFE_BY_RCU object (see [`file_ref`] for the two counters);
+//! fdtables as ordinary slab objects freed through `call_rcu`, so a reader
+//! touching a freed table is a use-after-free.
 //!
 //! Abstracted away: the Spectre index masking (`array_index_nospec`) and the
-//! `BUG_ON`/`WARN_ON` slot checks of `fd_install`; `close_on_exec` is kept but
-//! never read (no exec); `filp_close` is just the final `fput`, and `fput`
-//! frees at once instead of through task_work. Sizes are shrunk: a word has
-//! [`BITS_PER_LONG`] bits, the embedded table [`NR_OPEN_DEFAULT`] slots.
+//! `VFS_BUG_ON`/`WARN_ON` slot checks of `fd_install`; exec (close_on_exec
+//! is kept but only fork and close_range's flags would read it);
+//! `filp_close` is just the final `fput`, and `fput` frees at once instead of
+//! through task_work; CLOSE_RANGE_UNSHARE/CLOEXEC. Sizes are shrunk: a word
+//! has [`BITS_PER_LONG`] bits, the embedded table [`NR_OPEN_DEFAULT`] slots,
+//! the smallest allocated table two words (the kernel's is 1 KiB of
+//! pointers: 256 slots on 32-bit, 128 on 64-bit).
 //!
 //! Every kernel function is a Rust function of the same name made of labelled
 //! steps; variants (see [`Bug`]) change only the steps they name. The ghost
@@ -26,6 +38,7 @@
 mod alloc;
 mod expand;
 mod fget;
+mod file_ref;
 mod install;
 
 use std::collections::BTreeMap;
@@ -38,17 +51,23 @@ use crate::kernel::spinlock::{Locked, SpinLock};
 use crate::kernel::task::Task;
 use crate::trace::{Name, Show};
 
-pub use alloc::{alloc_fd, put_unused_fd};
+pub use alloc::{alloc_fd, get_unused_fd_flags, put_unused_fd};
 pub use expand::expand_files;
-pub use fget::{alloc_empty_file, fget, fget_done, fput};
-pub use install::{close_fd, dup_fd, f_dupfd, fd_install, ksys_dup3};
+pub use fget::{__fget_light, alloc_empty_file, fget, fget_done, fget_raw, fput, Fd};
+pub use install::{
+    close_fd, close_range, close_range_unshare, dup2, dup_fd, f_dupfd, fcntl_dupfd, fd_install,
+    ksys_dup3, put_files_struct,
+};
 
 /// BITS_PER_LONG, shrunk so that a full word is a few opens away.
 pub const BITS_PER_LONG: u32 = 4;
 /// NR_OPEN_DEFAULT: slots of the table embedded in `files_struct`.
 pub const NR_OPEN_DEFAULT: u32 = BITS_PER_LONG;
-/// sysctl_nr_open: no table grows beyond this.
+/// sysctl_nr_open's value at boot here: no table grows beyond it (a
+/// variable: `fs.nr_open` may be lowered while a table grows).
 pub const SYSCTL_NR_OPEN: u32 = 4 * BITS_PER_LONG;
+/// FMODE_PATH: the file was opened with O_PATH (fget refuses it).
+pub const FMODE_PATH: u64 = 1 << 14;
 
 /// Errors the operations return (the kernel's negative errnos).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -63,10 +82,12 @@ pub enum Errno {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Base {
     /// v6.10: two-level search, unconditional full_fds_bits clear, the
-    /// slot sanity check in alloc_fd.
+    /// slot sanity check in alloc_fd; `f_count` with inc_not_zero (files
+    /// typesafe since v6.7). These functions stayed so until v6.13.
     V6_10,
-    /// v6.12+: the series applied (fast path in find_next_fd, conditional
-    /// clear, sanity check removed).
+    /// v6.13+ (read at v7.1-rc1): the series applied (fast path in
+    /// find_next_fd, conditional clear, sanity check removed) and
+    /// `file_ref_t`.
     Current,
 }
 
@@ -74,8 +95,11 @@ pub enum Base {
 /// doc names and nothing else.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bug {
-    /// v1 patch 1 (June 2024): alloc_fd takes the first zero bit of word 0
-    /// and jumps to success, skipping the `fd >= end` (RLIMIT_NOFILE) test.
+    /// v1 patch 1 (14 Jun 2024, on v6.8-rc6): when word 0 of open_fds is
+    /// not full, alloc_fd takes `find_next_zero_bit(open_fds, BITS_PER_LONG,
+    /// fd)` and jumps to success, unguarded: it skips the `fd >= end`
+    /// (RLIMIT_NOFILE) test, and when no zero bit lies at or after the
+    /// candidate it returns BITS_PER_LONG itself (an open fd).
     RlimitSkippedByFastPath,
     /// Review point on v2/v3: the fast path searches the word containing the
     /// candidate from bit 0 instead of from the candidate's bit offset.
@@ -108,6 +132,43 @@ pub enum Bug {
     /// dup_fd copies an open bit whose slot is NULL (a sibling's in-flight
     /// open) instead of clearing it in the child.
     DupFdKeepsReserved,
+    /// Brief §4.5.11 (review of the early file_ref): a get that lands in
+    /// the dead zone puts the counter back to DEAD, which on recycled memory
+    /// kills someone else's file.
+    FileRefGetRewritesDead,
+    /// Mutant of __file_ref_put: at NOREF the put marks the file DEAD with a
+    /// plain store and frees it, ignoring a get that revived the count.
+    FileRefPutIgnoresRevival,
+    /// Mutant of file_ref_put_close: the last reference is turned into DEAD
+    /// by a read and a plain store, not a cmpxchg, so a get between the two
+    /// is lost.
+    FileRefPutCloseWithoutCmpxchg,
+    /// Mutant of 0ede61d8589c's rule: __fget_files_rcu reads `f_mode`
+    /// before it holds a reference.
+    FgetChecksModeBeforeRef,
+    /// A reordering inside file_lock that must hold: __set_open_fd marks
+    /// the word full in full_fds_bits before it sets the open bit (a
+    /// mid-section state no other CPU can see).
+    SetOpenFdMarksFullFirst,
+    /// Mutant: expand_fdtable publishes the new table before copying into
+    /// it, so a lockless fget can see it half built.
+    ExpandPublishesBeforeCopy,
+    /// Mutant of __fget_light: `files->count` read with a plain
+    /// atomic_read, not atomic_read_acquire.
+    FgetLightRelaxedCount,
+    /// Mutant of alloc_fdtable (brief §4.5.15): the size cut down to a
+    /// lowered sysctl_nr_open is not compared with the size wanted.
+    AllocFdtableTrustsSize,
+    /// Mutant of __range_close: after dropping file_lock for filp_close it
+    /// keeps the table it read before.
+    RangeCloseKeepsStaleTable,
+    /// Mutant of dup_fd's resize loop: after re-taking the parent's
+    /// file_lock it keeps the table it read before.
+    DupFdKeepsStaleTable,
+    /// Mutant of sane_fdtable_size: when the last open fd lies in the punch
+    /// hole it sizes the copy for no fd at all, without looking below the
+    /// hole.
+    SaneFdtableSizeTrustsHole,
 }
 
 /// A variant as the model sees it: a base and at most one bug.
@@ -123,10 +184,12 @@ impl Flavor {
     }
 }
 
-/// A `struct file` as fget sees it: only the refcount matters here.
+/// A `struct file` as the fd table sees it.
 pub struct File {
-    /// f_count (v6.12 `atomic_long_t`; 0 means dead).
+    /// v6.10 `f_count` (0 means dead) or v6.13+ `f_ref` (`file_ref_t`).
     pub f_ref: Atomic,
+    /// f_mode (only FMODE_PATH matters here).
+    pub f_mode: Atomic,
 }
 
 /// One incarnation of a file: slab object and its generation (a recycled
@@ -215,7 +278,8 @@ pub struct FilesStruct {
     pub next_fd: Locked<u32>,
     /// files->resize_in_progress: written under file_lock, read by fd_install.
     pub resize_in_progress: Atomic,
-    /// files->count: tasks sharing this table (>1 makes expand wait a GP).
+    /// files->count: tasks sharing this table (>1 makes expand wait a GP,
+    /// 1 lets fdget borrow without a reference).
     pub count: Atomic,
 }
 
@@ -254,10 +318,19 @@ impl AllocEvent {
 /// fget's progress, per thread, for the linearizability check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FgetState {
+    /// Lookup number `call` of `fd` is under way, no reference held.
+    Looking { fd: u32, call: u32 },
     /// A reference on `file` is held, taken while looking up `fd`.
     Holding { fd: u32, file: FileId },
     /// fget returned `file` for `fd` (still holding the reference).
     Returned { fd: u32, file: FileId },
+    /// Lookup number `call` found the slot of `fd` in table `table` NULL (or
+    /// past its end): EBADF.
+    Null { fd: u32, call: u32, table: ObjRef },
+    /// The file at `fd` has a mode the caller's mask refuses.
+    Masked { fd: u32 },
+    /// fdget borrowed `file` from an unshared table, without a reference.
+    Borrowing { fd: u32, file: FileId },
 }
 
 /// A child's table built by dup_fd (private to the child, so a snapshot).
@@ -265,6 +338,9 @@ pub enum FgetState {
 pub struct ChildTable {
     pub open: Vec<bool>,
     pub slots: Vec<ObjRef>,
+    /// Fds open in the parent's table when it was copied, outside the punch
+    /// hole, that the child's table is too small to hold.
+    pub lost: Vec<u32>,
 }
 
 /// The ghost log: what happened, for the specs. Updated in the same step as
@@ -277,6 +353,11 @@ pub struct Ghost {
     pub occupants: BTreeMap<u32, Vec<FileId>>,
     pub fgets: BTreeMap<Name, FgetState>,
     pub children: Vec<ChildTable>,
+    /// The file installed at each fd, from fd_install's (or dup2's) slot
+    /// store to the slot store that closes it.
+    pub installed: BTreeMap<u32, FileId>,
+    /// Lookups begun so far (numbers each one).
+    pub lookups: u32,
 }
 
 /// The initial state of a scenario.
@@ -303,28 +384,26 @@ pub struct Fs {
     /// and node locks): a recycled file's memory is handed from the freeing
     /// CPU to the allocating one with a happens-before edge.
     filp_cachep: crate::sync::Mutex,
+    /// files->resize_wait: held by the resizer while resize_in_progress is
+    /// set; a waiter sleeps on it (wait_event) until wake_up_all.
+    resize_wait: crate::sync::Mutex,
     pub rcu: Rcu,
     /// current->signal->rlim[RLIMIT_NOFILE].rlim_cur
     pub rlimit_nofile: Atomic,
+    /// fs.nr_open (sysctl_nr_open).
+    pub sysctl_nr_open: Atomic,
     ghost: GhostMutex<Ghost>,
 }
 
 impl Fs {
-    /// Builds the initial state (inside an engine, before any thread runs).
-    pub fn new(flavor: Flavor, init: &Init) -> Fs {
+    /// Builds the initial state (inside an engine, before any thread runs):
+    /// `sharers` tasks share the table (`files->count`).
+    pub fn new(flavor: Flavor, init: &Init, sharers: u32) -> Fs {
         let file_lock = SpinLock::new("file_lock");
-        let filp = Slab::typesafe_by_rcu("file");
-        let files: Vec<ObjRef> = (0..init.nfiles)
-            .map(|i| {
-                let refs = init.fds.iter().filter(|(_, f)| *f == i).count() as u64;
-                filp.prealloc(File {
-                    f_ref: Atomic::new(format!("file#{}.f_count", i + 1), refs),
-                })
-            })
-            .collect();
+        // Initial files are objects 1..=nfiles, preallocated below.
         let mut slots = vec![0; init.max_fds as usize];
         for &(fd, f) in &init.fds {
-            slots[fd as usize] = files[f];
+            slots[fd as usize] = f as ObjRef + 1;
         }
         let tables = Arc::new(Slab::new("fdtable"));
         let embedded = init.embedded;
@@ -339,33 +418,42 @@ impl Fs {
         let mut ghost = Ghost::default();
         for &(fd, f) in &init.fds {
             let file = FileId {
-                obj: files[f],
+                obj: f as ObjRef + 1,
                 gen: 1,
             };
             ghost
                 .claims
                 .insert(fd, vec![Claim::Installed { by: "init", file }]);
             ghost.occupants.insert(fd, vec![file]);
+            ghost.installed.insert(fd, file);
         }
         let next_fd = (0..)
             .find(|fd| !init.fds.iter().any(|(f, _)| f == fd))
             .unwrap_or(0);
-        Fs {
+        let fs = Fs {
             flavor,
             files: FilesStruct {
                 fdt: Atomic::with_format("files->fdt", fdt, Show::With(table_label)),
                 next_fd: Locked::new(&file_lock, next_fd),
                 resize_in_progress: Atomic::new("resize_in_progress", 0),
-                count: Atomic::new("files->count", 2),
+                count: Atomic::new("files->count", u64::from(sharers)),
                 file_lock,
             },
             tables,
-            filp,
+            filp: Slab::typesafe_by_rcu("file"),
             filp_cachep: crate::sync::Mutex::new(),
+            resize_wait: crate::sync::Mutex::new(),
             rcu: Rcu::new(),
             rlimit_nofile: Atomic::new("RLIMIT_NOFILE", u64::from(init.rlimit)),
+            sysctl_nr_open: Atomic::new("sysctl_nr_open", u64::from(SYSCTL_NR_OPEN)),
             ghost: GhostMutex::new(ghost),
+        };
+        for i in 0..init.nfiles {
+            let refs = init.fds.iter().filter(|(_, f)| *f == i).count() as u64;
+            fs.filp
+                .prealloc(fget::fresh_file(&fs, i as u64 + 1, refs, 0));
         }
+        fs
     }
 
     /// The incarnation of file object `obj` right now (ghost).
@@ -374,6 +462,22 @@ impl Fs {
             ObjState::Live { gen } | ObjState::Freed { gen } => gen,
         };
         FileId { obj, gen }
+    }
+
+    /// `&fdt->fd[fd]`. An index past max_fds is an out-of-bounds access in
+    /// the kernel: raised as `slot_in_bounds`.
+    pub(crate) fn slot<'a>(&self, t: &Task, fdt: &'a FdTable, fd: u32) -> &'a Atomic {
+        match fdt.fd.get(fd as usize) {
+            Some(slot) => slot,
+            None => t.violation(
+                "slot_in_bounds",
+                format!(
+                    "{} touches fd[{fd}] of a table of {} slots",
+                    t.name(),
+                    fdt.max_fds
+                ),
+            ),
+        }
     }
 
     /// files_fdtable() under file_lock (rcu_dereference_protected): only lock
@@ -403,11 +507,21 @@ impl Fs {
         self.rlimit_nofile.peek() as u32
     }
 
-    /// Calls `f` with every live file incarnation and its refcount.
+    /// Whether file object `obj` is allocated (ghost).
+    pub fn file_is_live(&self, obj: ObjRef) -> bool {
+        matches!(self.filp.state(obj), ObjState::Live { .. })
+    }
+
+    /// Calls `f` with every live file incarnation and the number of
+    /// references its counter stands for (file_ref_read).
     pub fn live_files(&self, mut f: impl FnMut(FileId, u64)) {
+        let base = self.flavor.base;
         self.filp.each(|obj, state, file| {
             if let ObjState::Live { gen } = state {
-                f(FileId { obj, gen }, file.f_ref.peek());
+                f(
+                    FileId { obj, gen },
+                    file_ref::file_ref_read(base, file.f_ref.peek()),
+                );
             }
         });
     }
@@ -417,4 +531,11 @@ impl Fs {
 pub fn do_prlimit(fs: &Fs, t: &Task, n: u32) {
     let _f = t.enter("do_prlimit");
     fs.rlimit_nofile.write_once(t, u64::from(n));
+}
+
+/// A write of fs.nr_open (`proc_douintvec_minmax` on sysctl_nr_open): a
+/// single store; expand_files and alloc_fdtable read it without a lock.
+pub fn sysctl_nr_open_write(fs: &Fs, t: &Task, n: u32) {
+    let _f = t.enter("proc_douintvec_minmax");
+    fs.sysctl_nr_open.write_once(t, u64::from(n));
 }

@@ -176,10 +176,13 @@ impl Drop for SpinGuard<'_> {
             t.engine_op();
         }
         t.pop_held(self.lock.id);
+        // Released before the step is recorded, so the invariants checked
+        // after the unlock step see the lock free (state a lock protects is
+        // judged at its release).
+        self.lock.held.store(false, Ordering::SeqCst);
         if !std::thread::panicking() {
             t.step(self.lock.effect(LockOp::SpinUnlock));
         }
-        self.lock.held.store(false, Ordering::SeqCst);
         t.set_preempt_count(t.preempt_count().saturating_sub(1));
         if self.irqsave {
             t.set_irqs_off(t.irqs_off_depth().saturating_sub(1));
