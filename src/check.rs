@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use vfsmc_model::driver::{OpCost, Record};
 use vfsmc_specs::{Expected, Model, Run, Scenario, Tier, Variant};
 
-use crate::engine::{self, Body, Budget, EngineKind, Exploration, Found, ScheduleError};
+use crate::engine::{self, Body, Budget, EngineKind, Exploration, Found, ScheduleError, Shape};
 use crate::render;
 
 /// What a check found.
@@ -68,7 +68,105 @@ pub struct Report {
     pub input: Vec<u8>,
     pub record: Option<Record>,
     pub unreached: Vec<String>,
+    /// The scenario's goals some execution reached.
+    pub goals_hit: Vec<String>,
     pub expected: Expected,
+    /// The size of the executions, where the engine measured it.
+    pub shape: Option<Shape>,
+    /// The PCT depth of the search (read by PCT only).
+    pub pct_depth: usize,
+    /// Wall-clock seconds the check took (never part of a verdict).
+    pub seconds: f64,
+}
+
+/// What a PCT search says about the bugs it did not find: the guarantee of
+/// Burckhardt et al. for the measured executions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Confidence {
+    pub shape: Shape,
+    /// The bug depth the guarantee is stated for (the search's PCT depth).
+    pub depth: usize,
+    /// A lower bound on the probability that one run finds such a bug.
+    pub per_run: f64,
+    pub runs: usize,
+    /// An upper bound on the probability that all the runs missed it.
+    pub miss: f64,
+}
+
+impl Confidence {
+    /// The guarantee of `runs` runs, `per_run` each.
+    pub fn of(shape: Shape, depth: usize, per_run: f64, runs: usize) -> Confidence {
+        Confidence {
+            shape,
+            depth,
+            per_run,
+            runs,
+            miss: miss_probability(per_run, runs),
+        }
+    }
+
+    /// Two lines for a text report, each within 80 columns.
+    pub fn text(&self) -> String {
+        let d = self.depth;
+        let bound = match d {
+            0 | 1 => "1/n".to_string(),
+            2 => "1/(n*k)".to_string(),
+            _ => format!("1/(n*k^{})", d - 1),
+        };
+        format!(
+            "  pct measured n={} threads, k={} steps; a depth-{d} bug is found per run\n  \
+             with p >= {bound} = {}; all {} runs miss it with p <= {}\n",
+            self.shape.threads,
+            self.shape.steps,
+            sci(self.per_run),
+            self.runs,
+            sci(self.miss)
+        )
+    }
+
+    pub fn json(&self) -> Value {
+        json!({
+            "threads": self.shape.threads,
+            "steps": self.shape.steps,
+            "depth": self.depth,
+            "per_run_bound": self.per_run,
+            "runs": self.runs,
+            "miss_probability": self.miss,
+        })
+    }
+}
+
+/// (1 − p)^runs, computed without losing a small p to rounding.
+pub fn miss_probability(per_run: f64, runs: usize) -> f64 {
+    if per_run >= 1.0 {
+        return if runs == 0 { 1.0 } else { 0.0 };
+    }
+    ((-per_run).ln_1p() * runs as f64).exp()
+}
+
+/// The runs that bring the miss probability of a `per_run` guarantee to at
+/// most 1 − `confidence`.
+pub fn runs_for(per_run: f64, confidence: f64) -> u64 {
+    if per_run >= 1.0 {
+        return 1;
+    }
+    let runs = (1.0 - confidence).ln() / (-per_run).ln_1p();
+    runs.ceil().max(1.0).min(u64::MAX as f64) as u64
+}
+
+/// A probability in three significant digits: `0.0123`, `3.52e-8`.
+pub fn sci(p: f64) -> String {
+    if p == 0.0 || p >= 0.001 {
+        let s = format!("{p:.4}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        if s.is_empty() || s == "0" {
+            "0".to_string()
+        } else {
+            s.to_string()
+        }
+    } else {
+        format!("{p:.2e}")
+    }
 }
 
 impl Check {
@@ -124,11 +222,14 @@ impl Check {
 
     /// Runs the check; only a replay (`schedule`) can fail to start.
     pub fn run(&self) -> Result<Report, ScheduleError> {
+        let start = std::time::Instant::now();
         let exploration = match &self.schedule {
             Some(s) => engine::replay(s, &self.budget, self.body())?,
             None => engine::explore(self.engine, &self.budget, self.body()),
         };
-        Ok(self.report(exploration))
+        let mut r = self.report(exploration);
+        r.seconds = start.elapsed().as_secs_f64();
+        Ok(r)
     }
 
     fn report(&self, e: Exploration) -> Report {
@@ -149,6 +250,13 @@ impl Check {
             _ => Verdict::Holds,
         };
         let max_preemptions = e.max_preemptions();
+        let goals_hit = self
+            .scenario
+            .goals
+            .iter()
+            .filter(|g| e.reached.contains(*g))
+            .map(|g| g.to_string())
+            .collect();
         Report {
             model: self.model.name().to_string(),
             variant: self.variant.name.to_string(),
@@ -168,7 +276,11 @@ impl Check {
             input: self.input.clone(),
             record: e.failure.map(|f| f.record),
             unreached,
+            goals_hit,
             expected: self.variant.expected,
+            shape: e.shape,
+            pct_depth: self.budget.pct_depth,
+            seconds: 0.0,
         }
     }
 }
@@ -275,9 +387,28 @@ impl Report {
         )
     }
 
+    /// What this search guarantees about the bugs it did not find, if its
+    /// engine states a guarantee.
+    pub fn confidence(&self) -> Option<Confidence> {
+        let shape = self.shape?;
+        let per_run = self
+            .engine
+            .engine()
+            .per_run_guarantee(shape, self.pct_depth)?;
+        Some(Confidence::of(
+            shape,
+            self.pct_depth,
+            per_run,
+            self.executions,
+        ))
+    }
+
     /// The text report: summary, trace for a violation, replay line.
     pub fn text(&self) -> String {
         let mut out = self.summary() + "\n";
+        if let Some(c) = self.confidence() {
+            out.push_str(&c.text());
+        }
         if self.verdict == Verdict::Holds && !self.unreached.is_empty() {
             out.push_str(&format!(
                 "warning: goal(s) never reached in {} executions: {}\n",
@@ -312,6 +443,11 @@ impl Report {
             "unreached_goals": self.unreached,
             "replay": self.record.as_ref().map(|_| self.replay_line()),
             "trace": self.record.as_ref().map(render::json_trace),
+            "goals_hit": self.goals_hit,
+            "seconds": self.seconds,
+            "pct_depth": self.pct_depth,
+            "shape": self.shape.map(|s| json!({ "threads": s.threads, "steps": s.steps })),
+            "confidence": self.confidence().map(|c| c.json()),
         })
     }
 

@@ -131,6 +131,7 @@ fn explore_bound(budget: &Budget, bound: Option<usize>, body: Body) -> Explorati
         preemption_bound: bound,
         failure: None,
         reached: c.reached.clone(),
+        shape: None,
     };
     drop(c);
     if let Err(payload) = result {
