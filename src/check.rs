@@ -49,7 +49,25 @@ pub struct Check {
     pub input: Vec<u8>,
     /// Replay this shuttle schedule instead of searching.
     pub schedule: Option<String>,
+    /// A confidence the search must reach, for an engine that states a
+    /// per-run guarantee (PCT): it picks the number of runs.
+    pub confidence: Option<Target>,
 }
+
+/// A confidence for [`Check::confidence`]: at most `1 - level` probability
+/// that every run misses a bug of the budget's PCT depth.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Target {
+    pub level: f64,
+    /// Runs no search exceeds, whatever the level needs.
+    pub cap: usize,
+    /// The seeds that share the runs: each runs its part.
+    pub share: usize,
+}
+
+/// Runs of the first search of a confidence target, which measures the
+/// executions' shape.
+const PILOT_RUNS: usize = 100;
 
 /// The outcome of a check.
 #[derive(Clone, Debug)]
@@ -77,6 +95,10 @@ pub struct Report {
     pub pct_depth: usize,
     /// Wall-clock seconds the check took (never part of a verdict).
     pub seconds: f64,
+    /// The confidence asked for and the runs it needed, when one was.
+    pub target: Option<(f64, u64)>,
+    /// The seeds whose searches this report combines (1: one search).
+    pub seeds: u64,
 }
 
 /// What a PCT search says about the bugs it did not find: the guarantee of
@@ -114,8 +136,8 @@ impl Confidence {
             _ => format!("1/(n*k^{})", d - 1),
         };
         format!(
-            "  pct measured n={} threads, k={} steps; a depth-{d} bug is found per run\n  \
-             with p >= {bound} = {}; all {} runs miss it with p <= {}\n",
+            "  pct: measured n={} threads, k={} steps. A depth-{d} bug is found per run with\n  \
+             p >= {bound} = {}; {} runs all miss it with probability <= {}\n",
             self.shape.threads,
             self.shape.steps,
             sci(self.per_run),
@@ -186,6 +208,7 @@ impl Check {
             budget: Budget::default(),
             input: Vec::new(),
             schedule: None,
+            confidence: None,
         }
         .with_budget(&Budget::default())
     }
@@ -223,13 +246,43 @@ impl Check {
     /// Runs the check; only a replay (`schedule`) can fail to start.
     pub fn run(&self) -> Result<Report, ScheduleError> {
         let start = std::time::Instant::now();
-        let exploration = match &self.schedule {
-            Some(s) => engine::replay(s, &self.budget, self.body())?,
-            None => engine::explore(self.engine, &self.budget, self.body()),
+        let (exploration, needed) = match (&self.schedule, self.confidence) {
+            (Some(s), _) => (engine::replay(s, &self.budget, self.body())?, None),
+            (None, Some(t)) => self.explore_to(t),
+            (None, None) => (
+                engine::explore(self.engine, &self.budget, self.body()),
+                None,
+            ),
         };
         let mut r = self.report(exploration);
         r.seconds = start.elapsed().as_secs_f64();
+        r.target = needed.map(|n| (self.confidence.map_or(0.0, |t| t.level), n));
         Ok(r)
+    }
+
+    /// Searches until the engine's guarantee reaches `t` (or its cap), and
+    /// says how many runs that needed. A search with the same seed and more
+    /// runs repeats the shorter one first, so each longer search extends the
+    /// last: the shape it measures can only grow.
+    fn explore_to(&self, t: Target) -> (Exploration, Option<u64>) {
+        let engine = self.engine.engine();
+        let mut budget = self.budget.clone();
+        budget.iterations = PILOT_RUNS.min(t.cap);
+        loop {
+            let e = engine::explore(self.engine, &budget, self.body());
+            let per_run = e
+                .shape
+                .and_then(|s| engine.per_run_guarantee(s, budget.pct_depth));
+            let Some(p) = per_run else {
+                return (e, None);
+            };
+            let needed = runs_for(p, t.level).div_ceil(t.share.max(1) as u64);
+            let enough = usize::try_from(needed).is_ok_and(|n| n <= e.executions);
+            if e.failure.is_some() || e.exhaustive || enough || budget.iterations >= t.cap {
+                return (e, Some(needed));
+            }
+            budget.iterations = usize::try_from(needed).unwrap_or(usize::MAX).min(t.cap);
+        }
     }
 
     fn report(&self, e: Exploration) -> Report {
@@ -281,6 +334,8 @@ impl Check {
             shape: e.shape,
             pct_depth: self.budget.pct_depth,
             seconds: 0.0,
+            target: None,
+            seeds: 1,
         }
     }
 }
@@ -403,12 +458,32 @@ impl Report {
         ))
     }
 
+    /// The confidence lines of a text report: what the search guarantees,
+    /// and whether it ran the runs a confidence asked for.
+    pub fn confidence_text(&self) -> String {
+        let Some(c) = self.confidence() else {
+            return String::new();
+        };
+        let mut out = c.text();
+        if let Some((level, needed)) = self.target {
+            let per_seed = if self.seeds > 1 { " per seed" } else { "" };
+            if needed > self.executions as u64 / self.seeds.max(1) && self.verdict == Verdict::Holds {
+                out.push_str(&format!(
+                    "  confidence {level} needs {needed} runs{per_seed}: capped (raise --iterations)\n"
+                ));
+            } else {
+                out.push_str(&format!(
+                    "  confidence {level}: {needed} runs{per_seed} asked for\n"
+                ));
+            }
+        }
+        out
+    }
+
     /// The text report: summary, trace for a violation, replay line.
     pub fn text(&self) -> String {
         let mut out = self.summary() + "\n";
-        if let Some(c) = self.confidence() {
-            out.push_str(&c.text());
-        }
+        out.push_str(&self.confidence_text());
         if self.verdict == Verdict::Holds && !self.unreached.is_empty() {
             out.push_str(&format!(
                 "warning: goal(s) never reached in {} executions: {}\n",
@@ -448,6 +523,8 @@ impl Report {
             "pct_depth": self.pct_depth,
             "shape": self.shape.map(|s| json!({ "threads": s.threads, "steps": s.steps })),
             "confidence": self.confidence().map(|c| c.json()),
+            "confidence_target": self.target.map(|(level, runs)| json!({ "level": level, "runs": runs })),
+            "seeds": self.seeds,
         })
     }
 

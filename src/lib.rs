@@ -7,5 +7,7 @@ pub mod cli;
 pub mod corpus;
 pub mod diagram;
 pub mod engine;
+pub mod progress;
 pub mod quiet;
 pub mod render;
+pub mod shard;

@@ -68,6 +68,7 @@ impl Engine for Loom {
     fn explore(&self, budget: &Budget, body: Body) -> Exploration {
         let mut last = Exploration::default();
         for bound in bounds(budget) {
+            crate::progress::phase(crate::progress::Phase::LoomBound(bound));
             last = explore_bound(budget, bound, body.clone());
             if last.failure.is_some() {
                 break;

@@ -295,6 +295,7 @@ fn instrument(body: Body, col: Arc<Mutex<Collector>>) -> impl Fn() + Send + Sync
     move || {
         let _running = session.begin();
         lock(&col).executions += 1;
+        crate::progress::execution();
         body();
         session.reached_into(&mut lock(&col).reached);
     }

@@ -19,6 +19,7 @@ use super::{
     instrument, lock, Body, Budget, Collector, CorpusKey, Engine, EngineFailure, Exploration,
     Failure, Found, Knob, Replay, ScheduleError, Shape,
 };
+use crate::progress::{self, Phase};
 use crate::quiet;
 
 const SEQUENTIALLY_CONSISTENT: &str =
@@ -78,7 +79,7 @@ impl Engine for Random {
     }
     fn explore(&self, budget: &Budget, body: Body) -> Exploration {
         let s = RandomScheduler::new_from_seed(budget.seed, budget.iterations);
-        explore_shuttle(s, budget, body)
+        explore_shuttle(self.name(), s, budget, body)
     }
 }
 
@@ -116,7 +117,7 @@ impl Engine for Pct {
     }
     fn explore(&self, budget: &Budget, body: Body) -> Exploration {
         let s = PctScheduler::new_from_seed(budget.seed, budget.pct_depth, budget.iterations);
-        explore_shuttle(s, budget, body)
+        explore_shuttle(self.name(), s, budget, body)
     }
 
     /// Burckhardt et al., "A Randomized Scheduler with Probabilistic
@@ -159,7 +160,7 @@ impl Engine for Dfs {
     }
     fn explore(&self, budget: &Budget, body: Body) -> Exploration {
         let s = DfsScheduler::new(Some(budget.iterations), false);
-        let mut out = explore_shuttle(s, budget, body);
+        let mut out = explore_shuttle(self.name(), s, budget, body);
         if out.failure.is_none() && !out.exhaustive {
             // DFS ran out of schedules before its budget: it saw them all.
             out.exhaustive = out.executions < budget.iterations;
@@ -337,7 +338,13 @@ fn run_shuttle_counted<S: Scheduler + 'static>(
     (out, points, last)
 }
 
-fn explore_shuttle<S: Scheduler + 'static>(sched: S, budget: &Budget, body: Body) -> Exploration {
+fn explore_shuttle<S: Scheduler + 'static>(
+    name: &'static str,
+    sched: S,
+    budget: &Budget,
+    body: Body,
+) -> Exploration {
+    progress::runs(name, budget.iterations);
     let mut out = run_shuttle(sched, budget, body.clone());
     if detected(&out, EngineFailure::NoConcurrency) {
         // PCT refuses a program with a single interleaving; the execution it
@@ -404,6 +411,7 @@ fn shrink_preemptions(out: &mut Exploration, budget: &Budget, body: Body) {
         if preemptions_of(out) < depth {
             return;
         }
+        progress::phase(Phase::Shrinking { depth });
         let sched = PctScheduler::new_from_seed(budget.seed, depth, budget.shrink_iterations);
         let candidate = run_shuttle(sched, budget, body.clone());
         if invariant_of(&candidate).as_deref() == Some(target.as_str())
