@@ -10,4 +10,5 @@ pub mod engine;
 pub mod progress;
 pub mod quiet;
 pub mod render;
+pub mod review;
 pub mod shard;
