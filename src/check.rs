@@ -178,6 +178,9 @@ pub fn runs_for(per_run: f64, confidence: f64) -> u64 {
 
 /// A probability in three significant digits: `0.0123`, `3.52e-8`.
 pub fn sci(p: f64) -> String {
+    if p < 1.0 && p > 0.99995 {
+        return "~1".to_string();
+    }
     if p == 0.0 || p >= 0.001 {
         let s = format!("{p:.4}");
         let s = s.trim_end_matches('0').trim_end_matches('.');

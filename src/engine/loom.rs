@@ -106,7 +106,9 @@ fn bounds(budget: &Budget) -> Vec<Option<usize>> {
 fn builder(budget: &Budget, bound: Option<usize>) -> ::loom::model::Builder {
     let mut builder = ::loom::model::Builder::new();
     builder.preemption_bound = bound;
-    builder.max_permutations = budget.loom_cap;
+    // loom 0.7.3 counts from 1 and stops when the count reaches the cap, so
+    // a cap of N runs N − 1 executions (and a cap of 1 none at all).
+    builder.max_permutations = budget.loom_cap.map(|cap| cap.saturating_add(1));
     builder.checkpoint_interval = budget.loom_checkpoint_interval;
     builder.checkpoint_file = None;
     builder.max_branches = budget.loom_max_branches;
