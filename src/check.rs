@@ -67,7 +67,7 @@ pub struct Target {
 
 /// Runs of the first search of a confidence target, which measures the
 /// executions' shape.
-const PILOT_RUNS: usize = 100;
+const PILOT_RUNS: usize = 10;
 
 /// The outcome of a check.
 #[derive(Clone, Debug)]
@@ -470,7 +470,8 @@ impl Report {
         let mut out = c.text();
         if let Some((level, needed)) = self.target {
             let per_seed = if self.seeds > 1 { " per seed" } else { "" };
-            if needed > self.executions as u64 / self.seeds.max(1) && self.verdict == Verdict::Holds {
+            if needed > self.executions as u64 / self.seeds.max(1) && self.verdict == Verdict::Holds
+            {
                 out.push_str(&format!(
                     "  confidence {level} needs {needed} runs{per_seed}: capped (raise --iterations)\n"
                 ));

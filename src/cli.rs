@@ -527,7 +527,9 @@ fn shard_of(flag: Option<&str>) -> Out<Shard> {
         return Shard::parse("--shard", s).map_err(BadInput);
     }
     let env = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
-    Ok(Shard::from_vars(env).map_err(BadInput)?.unwrap_or(Shard::ALL))
+    Ok(Shard::from_vars(env)
+        .map_err(BadInput)?
+        .unwrap_or(Shard::ALL))
 }
 
 fn run_check(a: CheckArgs) -> Out<i32> {
@@ -538,14 +540,12 @@ fn run_check(a: CheckArgs) -> Out<i32> {
     let shard = shard_of(a.shard.as_deref())?;
     if a.seeds == 0 || (a.seeds > 1 && a.schedule.is_some()) {
         return Err(BadInput(
-            "--seeds: expected at least 1 (and 1 with --schedule, which replays one search)"
-                .into(),
+            "--seeds: expected at least 1 (and 1 with --schedule, which replays one search)".into(),
         ));
     }
     if a.model.is_none() && matches!(a.format, Format::Svg | Format::Mermaid) {
         return Err(BadInput(
-            "--format svg and mermaid draw a counterexample: name a MODEL (and a --variant)"
-                .into(),
+            "--format svg and mermaid draw a counterexample: name a MODEL (and a --variant)".into(),
         ));
     }
     let mut checks = Vec::new();
@@ -602,17 +602,13 @@ impl CheckRun<'_> {
         if let Some(why) = c.engine_limit() {
             if self.registry {
                 self.tally.not_judged += 1;
-                for it in items {
-                    match format {
-                        Format::Json => println!(
-                            "{}",
-                            self.item_line(shard::not_judged_json(c, it.seed, why), it)
-                        ),
-                        _ => {}
-                    }
-                }
                 if format != Format::Json {
                     println!("{}", not_judged_line(c, why));
+                    return Ok(());
+                }
+                for it in items {
+                    let line = shard::not_judged_json(c, it.seed, why);
+                    println!("{}", self.item_line(line, it));
                 }
                 return Ok(());
             }
@@ -648,10 +644,7 @@ impl CheckRun<'_> {
             Format::Svg | Format::Mermaid => {
                 eprint!("{}", r.text());
                 if self.diagram.is_none() {
-                    self.diagram = r
-                        .record
-                        .as_ref()
-                        .map(|rec| Diagram::of(&title(&r), rec));
+                    self.diagram = r.record.as_ref().map(|rec| Diagram::of(&title(&r), rec));
                 }
             }
         }
@@ -787,7 +780,9 @@ fn replay(files: &[PathBuf], format: TraceFormat) -> Out<i32> {
                     println!("{name}: reproduced {}", entry.expect);
                     print!("{}", r.text());
                 }
-                (TraceFormat::Svg, Some(rec)) => print!("{}", diagram::svg(&Diagram::of(&title(&r), rec))),
+                (TraceFormat::Svg, Some(rec)) => {
+                    print!("{}", diagram::svg(&Diagram::of(&title(&r), rec)))
+                }
                 (TraceFormat::Mermaid, Some(rec)) => {
                     print!("{}", diagram::mermaid(&Diagram::of(&title(&r), rec)))
                 }
@@ -853,7 +848,10 @@ fn merge(files: &[PathBuf]) -> Out<i32> {
     if !run.registry {
         return Ok(i32::from(failed));
     }
-    println!("{}", tally.line(std::time::Duration::from_secs_f64(seconds)));
+    println!(
+        "{}",
+        tally.line(std::time::Duration::from_secs_f64(seconds))
+    );
     Ok(i32::from(tally.differ > 0))
 }
 

@@ -39,7 +39,9 @@ pub enum Phase {
         from: usize,
     },
     /// A failure found, searching again for fewer preemptions.
-    Shrinking { depth: usize },
+    Shrinking {
+        depth: usize,
+    },
 }
 
 /// Counts one execution (called by every engine, once per execution; a

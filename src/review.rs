@@ -155,11 +155,15 @@ fn accessors(record: &Record, into: &mut BTreeSet<&'static str>) {
     }
 }
 
+/// A goal, and whether some holding search of BASE and of PATCHED reached
+/// it (`None`: every search of that variant violated).
+pub type GoalHit = (String, Option<bool>, Option<bool>);
+
 /// What the reviewer should know the verdicts do not cover.
 pub struct Coverage {
     /// Per scenario: its goals, and whether some search of each variant
     /// that held reached them (`None`: every search of it violated).
-    pub goals: Vec<(&'static str, Vec<(String, Option<bool>, Option<bool>)>)>,
+    pub goals: Vec<(&'static str, Vec<GoalHit>)>,
     /// Per engine: its memory model and the kinds of outcome it cannot
     /// produce.
     pub engines: Vec<(EngineKind, &'static str, Vec<&'static str>)>,
@@ -233,7 +237,9 @@ fn classify(base: &Report, patched: &Report) -> Change {
         (true, false) => Change::Breaks,
         (false, true) => Change::Fixes,
         (true, true) => Change::Same,
-        (false, false) if base.invariant == patched.invariant && base.verdict == patched.verdict => {
+        (false, false)
+            if base.invariant == patched.invariant && base.verdict == patched.verdict =>
+        {
             Change::Same
         }
         (false, false) => Change::Differs,
@@ -247,7 +253,10 @@ fn check_of(req: &Request, v: &'static Variant, s: &'static Scenario, e: EngineK
 }
 
 fn cell(req: &Request, s: &'static Scenario, e: EngineKind) -> Cell {
-    let (b, p) = (check_of(req, req.base, s, e), check_of(req, req.patched, s, e));
+    let (b, p) = (
+        check_of(req, req.base, s, e),
+        check_of(req, req.patched, s, e),
+    );
     let limit = b
         .engine_limit()
         .map(|why| format!("{}: {why}", req.base.name))
@@ -524,7 +533,13 @@ pub fn text(rv: &Review) -> String {
     );
     let _ = writeln!(out, "{}", "-".repeat(80));
     for c in &rv.cells {
-        let _ = writeln!(out, "{:<6} {} / {}", c.change.mark(), c.scenario.name, c.engine);
+        let _ = writeln!(
+            out,
+            "{:<6} {} / {}",
+            c.change.mark(),
+            c.scenario.name,
+            c.engine
+        );
         match (&c.runs, &c.not_judged) {
             (Some((b, p)), _) => {
                 for (side, r) in [("BASE", b), ("PATCHED", p)] {
@@ -617,15 +632,11 @@ fn costs_text(rv: &Review, out: &mut String) {
     }
     if !same.is_empty() {
         let _ = writeln!(out, "{}", "-".repeat(80));
-        wrap_into(
-            out,
-            "",
-            &format!("identical costs on: {}", same.join(", ")),
-        );
+        wrap_into(out, "", &format!("identical costs on: {}", same.join(", ")));
     }
 }
 
-fn goals_line(goals: &[(String, Option<bool>, Option<bool>)]) -> String {
+fn goals_line(goals: &[GoalHit]) -> String {
     if goals.is_empty() {
         return "no goals declared".to_string();
     }
@@ -826,7 +837,11 @@ pub fn markdown(rv: &Review) -> String {
         for r in &c.rows {
             let (b, p) = (num(r.base), num(r.patched));
             if r.changed() {
-                let _ = writeln!(out, "| **{}** | **{}** | **{b}** | **{p}** |", r.op, r.counter);
+                let _ = writeln!(
+                    out,
+                    "| **{}** | **{}** | **{b}** | **{p}** |",
+                    r.op, r.counter
+                );
             } else {
                 let _ = writeln!(out, "| {} | {} | {b} | {p} |", r.op, r.counter);
             }

@@ -130,13 +130,10 @@ pub fn combine(mut reports: Vec<Report>) -> Report {
     let executions = reports.iter().map(|r| r.executions).sum();
     let seconds = reports.iter().map(|r| r.seconds).sum();
     let seeds = reports.iter().map(|r| r.seeds).sum();
-    let shape = reports
-        .iter()
-        .filter_map(|r| r.shape)
-        .reduce(|a, b| Shape {
-            threads: a.threads.max(b.threads),
-            steps: a.steps.max(b.steps),
-        });
+    let shape = reports.iter().filter_map(|r| r.shape).reduce(|a, b| Shape {
+        threads: a.threads.max(b.threads),
+        steps: a.steps.max(b.steps),
+    });
     let mut goals_hit: Vec<String> = Vec::new();
     for g in reports.iter().flat_map(|r| &r.goals_hit) {
         if !goals_hit.contains(g) {
@@ -288,12 +285,18 @@ pub fn parse_line(text: &str) -> Result<Parsed, String> {
         scenario: key.2.clone(),
         engine,
         verdict,
-        invariant: v.get("invariant").and_then(Value::as_str).map(str::to_string),
+        invariant: v
+            .get("invariant")
+            .and_then(Value::as_str)
+            .map(str::to_string),
         executions: uint(&v, "executions")? as usize,
         exhaustive: field(&v, "exhaustive")?.as_bool().unwrap_or(false),
         max_preemptions: opt_usize("max_preemptions"),
         seed: uint(&v, "seed")?,
-        schedule: v.get("schedule").and_then(Value::as_str).map(str::to_string),
+        schedule: v
+            .get("schedule")
+            .and_then(Value::as_str)
+            .map(str::to_string),
         input,
         record: None,
         unreached: strings(&v, "unreached_goals"),

@@ -102,7 +102,11 @@ fn every_corpus_trace_draws_as_svg_with_its_lanes_and_rows() {
             last_y = y;
         }
 
-        assert_eq!(class(&doc, "lock").len(), acquisitions(&rec), "{name}: lock bars");
+        assert_eq!(
+            class(&doc, "lock").len(),
+            acquisitions(&rec),
+            "{name}: lock bars"
+        );
         let violation = class(&doc, "violation");
         let v = rec.violation.as_ref().expect("a corpus seed violates");
         assert_eq!(violation.len(), 1, "{name}: the violation");
@@ -110,7 +114,10 @@ fn every_corpus_trace_draws_as_svg_with_its_lanes_and_rows() {
             .descendants()
             .filter_map(|n| n.text())
             .collect();
-        assert!(text.contains(&format!("VIOLATED {}", v.invariant)), "{name}: {text}");
+        assert!(
+            text.contains(&format!("VIOLATED {}", v.invariant)),
+            "{name}: {text}"
+        );
         let bottom: f64 = violation[0]
             .descendants()
             .filter(|n| n.has_tag_name("text"))
@@ -146,8 +153,17 @@ fn every_corpus_trace_draws_as_mermaid_with_its_lanes_and_rows() {
         let m = diagram::mermaid(&d);
         let lines: Vec<&str> = m.lines().collect();
         assert_eq!(lines[0], "sequenceDiagram", "{name}");
-        let count = |prefix: &str| lines.iter().filter(|l| l.trim_start().starts_with(prefix)).count();
-        assert_eq!(count("participant "), thread_names_with_steps(&rec).len(), "{name}");
+        let count = |prefix: &str| {
+            lines
+                .iter()
+                .filter(|l| l.trim_start().starts_with(prefix))
+                .count()
+        };
+        assert_eq!(
+            count("participant "),
+            thread_names_with_steps(&rec).len(),
+            "{name}"
+        );
         assert_eq!(
             count("Note over "),
             rec.steps.len() + d.violation.len(),

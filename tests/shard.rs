@@ -76,8 +76,14 @@ fn dir(test: &str) -> PathBuf {
 fn shards_are_disjoint_cover_the_run_and_merge_to_it() {
     let whole = vfsmc(&RUN, &[]);
     let expected = table(&stdout(&whole));
-    assert!(expected.iter().any(|l| l.starts_with("ok ")), "{expected:?}");
-    assert!(expected.iter().any(|l| l.starts_with("FAIL ")), "{expected:?}");
+    assert!(
+        expected.iter().any(|l| l.starts_with("ok ")),
+        "{expected:?}"
+    );
+    assert!(
+        expected.iter().any(|l| l.starts_with("FAIL ")),
+        "{expected:?}"
+    );
     let d = dir("merge");
     for n in 1..=4usize {
         let mut files = Vec::new();
@@ -98,7 +104,11 @@ fn shards_are_disjoint_cover_the_run_and_merge_to_it() {
             files.push(f);
         }
         let total = total.expect("some item");
-        assert_eq!(seen, (0..total).collect(), "{n} shards do not cover the run");
+        assert_eq!(
+            seen,
+            (0..total).collect(),
+            "{n} shards do not cover the run"
+        );
         let mut args = vec!["merge".to_string()];
         args.extend(files.iter().map(|f| f.display().to_string()));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -108,7 +118,11 @@ fn shards_are_disjoint_cover_the_run_and_merge_to_it() {
             whole.status.code(),
             "{n} shards: exit code"
         );
-        assert_eq!(table(&stdout(&merged)), expected, "{n} shards: verdict table");
+        assert_eq!(
+            table(&stdout(&merged)),
+            expected,
+            "{n} shards: verdict table"
+        );
     }
     let _ = std::fs::remove_dir_all(&d);
 }
