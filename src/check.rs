@@ -462,9 +462,10 @@ impl Report {
     }
 
     /// The confidence lines of a text report: what the search guarantees,
-    /// and whether it ran the runs a confidence asked for.
+    /// and whether it ran the runs a confidence asked for. A search that
+    /// found a violation needs no guarantee: nothing then.
     pub fn confidence_text(&self) -> String {
-        let Some(c) = self.confidence() else {
+        let Some(c) = self.confidence().filter(|_| self.verdict == Verdict::Holds) else {
             return String::new();
         };
         let mut out = c.text();
