@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use vfsmc_model::driver::{OpCost, Record};
 use vfsmc_specs::{Expected, Model, Run, Scenario, Tier, Variant};
 
-use crate::engine::{self, Body, Budget, EngineKind, Exploration, Found, ScheduleError};
+use crate::engine::{self, Body, Budget, EngineKind, Exploration, Found, ScheduleError, Shape};
 use crate::render;
 
 /// What a check found.
@@ -49,7 +49,25 @@ pub struct Check {
     pub input: Vec<u8>,
     /// Replay this shuttle schedule instead of searching.
     pub schedule: Option<String>,
+    /// A confidence the search must reach, for an engine that states a
+    /// per-run guarantee (PCT): it picks the number of runs.
+    pub confidence: Option<Target>,
 }
+
+/// A confidence for [`Check::confidence`]: at most `1 - level` probability
+/// that every run misses a bug of the budget's PCT depth.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Target {
+    pub level: f64,
+    /// Runs no search exceeds, whatever the level needs.
+    pub cap: usize,
+    /// The seeds that share the runs: each runs its part.
+    pub share: usize,
+}
+
+/// Runs of the first search of a confidence target, which measures the
+/// executions' shape.
+const PILOT_RUNS: usize = 10;
 
 /// The outcome of a check.
 #[derive(Clone, Debug)]
@@ -68,7 +86,112 @@ pub struct Report {
     pub input: Vec<u8>,
     pub record: Option<Record>,
     pub unreached: Vec<String>,
+    /// The scenario's goals some execution reached.
+    pub goals_hit: Vec<String>,
     pub expected: Expected,
+    /// The size of the executions, where the engine measured it.
+    pub shape: Option<Shape>,
+    /// The PCT depth of the search (read by PCT only).
+    pub pct_depth: usize,
+    /// Wall-clock seconds the check took (never part of a verdict).
+    pub seconds: f64,
+    /// The confidence asked for and the runs it needed, when one was.
+    pub target: Option<(f64, u64)>,
+    /// The seeds whose searches this report combines (1: one search).
+    pub seeds: u64,
+}
+
+/// What a PCT search says about the bugs it did not find: the guarantee of
+/// Burckhardt et al. for the measured executions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Confidence {
+    pub shape: Shape,
+    /// The bug depth the guarantee is stated for (the search's PCT depth).
+    pub depth: usize,
+    /// A lower bound on the probability that one run finds such a bug.
+    pub per_run: f64,
+    pub runs: usize,
+    /// An upper bound on the probability that all the runs missed it.
+    pub miss: f64,
+}
+
+impl Confidence {
+    /// The guarantee of `runs` runs, `per_run` each.
+    pub fn of(shape: Shape, depth: usize, per_run: f64, runs: usize) -> Confidence {
+        Confidence {
+            shape,
+            depth,
+            per_run,
+            runs,
+            miss: miss_probability(per_run, runs),
+        }
+    }
+
+    /// Two lines for a text report, each within 80 columns.
+    pub fn text(&self) -> String {
+        let d = self.depth;
+        let bound = match d {
+            0 | 1 => "1/n".to_string(),
+            2 => "1/(n*k)".to_string(),
+            _ => format!("1/(n*k^{})", d - 1),
+        };
+        format!(
+            "  pct: measured n={} threads, k={} steps. A depth-{d} bug is found per run with\n  \
+             p >= {bound} = {}; {} runs all miss it with probability <= {}\n",
+            self.shape.threads,
+            self.shape.steps,
+            sci(self.per_run),
+            self.runs,
+            sci(self.miss)
+        )
+    }
+
+    pub fn json(&self) -> Value {
+        json!({
+            "threads": self.shape.threads,
+            "steps": self.shape.steps,
+            "depth": self.depth,
+            "per_run_bound": self.per_run,
+            "runs": self.runs,
+            "miss_probability": self.miss,
+        })
+    }
+}
+
+/// (1 − p)^runs, computed without losing a small p to rounding.
+pub fn miss_probability(per_run: f64, runs: usize) -> f64 {
+    if per_run >= 1.0 {
+        return if runs == 0 { 1.0 } else { 0.0 };
+    }
+    ((-per_run).ln_1p() * runs as f64).exp()
+}
+
+/// The runs that bring the miss probability of a `per_run` guarantee to at
+/// most 1 − `confidence`.
+pub fn runs_for(per_run: f64, confidence: f64) -> u64 {
+    if per_run >= 1.0 {
+        return 1;
+    }
+    let runs = (1.0 - confidence).ln() / (-per_run).ln_1p();
+    runs.ceil().max(1.0).min(u64::MAX as f64) as u64
+}
+
+/// A probability in three significant digits: `0.0123`, `3.52e-8`.
+pub fn sci(p: f64) -> String {
+    if p < 1.0 && p > 0.99995 {
+        return "~1".to_string();
+    }
+    if p == 0.0 || p >= 0.001 {
+        let s = format!("{p:.4}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        if s.is_empty() || s == "0" {
+            "0".to_string()
+        } else {
+            s.to_string()
+        }
+    } else {
+        format!("{p:.2e}")
+    }
 }
 
 impl Check {
@@ -88,6 +211,7 @@ impl Check {
             budget: Budget::default(),
             input: Vec::new(),
             schedule: None,
+            confidence: None,
         }
         .with_budget(&Budget::default())
     }
@@ -124,11 +248,44 @@ impl Check {
 
     /// Runs the check; only a replay (`schedule`) can fail to start.
     pub fn run(&self) -> Result<Report, ScheduleError> {
-        let exploration = match &self.schedule {
-            Some(s) => engine::replay(s, &self.budget, self.body())?,
-            None => engine::explore(self.engine, &self.budget, self.body()),
+        let start = std::time::Instant::now();
+        let (exploration, needed) = match (&self.schedule, self.confidence) {
+            (Some(s), _) => (engine::replay(s, &self.budget, self.body())?, None),
+            (None, Some(t)) => self.explore_to(t),
+            (None, None) => (
+                engine::explore(self.engine, &self.budget, self.body()),
+                None,
+            ),
         };
-        Ok(self.report(exploration))
+        let mut r = self.report(exploration);
+        r.seconds = start.elapsed().as_secs_f64();
+        r.target = needed.map(|n| (self.confidence.map_or(0.0, |t| t.level), n));
+        Ok(r)
+    }
+
+    /// Searches until the engine's guarantee reaches `t` (or its cap), and
+    /// says how many runs that needed. A search with the same seed and more
+    /// runs repeats the shorter one first, so each longer search extends the
+    /// last: the shape it measures can only grow.
+    fn explore_to(&self, t: Target) -> (Exploration, Option<u64>) {
+        let engine = self.engine.engine();
+        let mut budget = self.budget.clone();
+        budget.iterations = PILOT_RUNS.min(t.cap);
+        loop {
+            let e = engine::explore(self.engine, &budget, self.body());
+            let per_run = e
+                .shape
+                .and_then(|s| engine.per_run_guarantee(s, budget.pct_depth));
+            let Some(p) = per_run else {
+                return (e, None);
+            };
+            let needed = runs_for(p, t.level).div_ceil(t.share.max(1) as u64);
+            let enough = usize::try_from(needed).is_ok_and(|n| n <= e.executions);
+            if e.failure.is_some() || e.exhaustive || enough || budget.iterations >= t.cap {
+                return (e, Some(needed));
+            }
+            budget.iterations = usize::try_from(needed).unwrap_or(usize::MAX).min(t.cap);
+        }
     }
 
     fn report(&self, e: Exploration) -> Report {
@@ -149,6 +306,13 @@ impl Check {
             _ => Verdict::Holds,
         };
         let max_preemptions = e.max_preemptions();
+        let goals_hit = self
+            .scenario
+            .goals
+            .iter()
+            .filter(|g| e.reached.contains(*g))
+            .map(|g| g.to_string())
+            .collect();
         Report {
             model: self.model.name().to_string(),
             variant: self.variant.name.to_string(),
@@ -168,7 +332,13 @@ impl Check {
             input: self.input.clone(),
             record: e.failure.map(|f| f.record),
             unreached,
+            goals_hit,
             expected: self.variant.expected,
+            shape: e.shape,
+            pct_depth: self.budget.pct_depth,
+            seconds: 0.0,
+            target: None,
+            seeds: 1,
         }
     }
 }
@@ -275,9 +445,50 @@ impl Report {
         )
     }
 
+    /// What this search guarantees about the bugs it did not find, if its
+    /// engine states a guarantee.
+    pub fn confidence(&self) -> Option<Confidence> {
+        let shape = self.shape?;
+        let per_run = self
+            .engine
+            .engine()
+            .per_run_guarantee(shape, self.pct_depth)?;
+        Some(Confidence::of(
+            shape,
+            self.pct_depth,
+            per_run,
+            self.executions,
+        ))
+    }
+
+    /// The confidence lines of a text report: what the search guarantees,
+    /// and whether it ran the runs a confidence asked for. A search that
+    /// found a violation needs no guarantee: nothing then.
+    pub fn confidence_text(&self) -> String {
+        let Some(c) = self.confidence().filter(|_| self.verdict == Verdict::Holds) else {
+            return String::new();
+        };
+        let mut out = c.text();
+        if let Some((level, needed)) = self.target {
+            let per_seed = if self.seeds > 1 { " per seed" } else { "" };
+            if needed > self.executions as u64 / self.seeds.max(1) && self.verdict == Verdict::Holds
+            {
+                out.push_str(&format!(
+                    "  confidence {level} needs {needed} runs{per_seed}: capped (raise --iterations)\n"
+                ));
+            } else {
+                out.push_str(&format!(
+                    "  confidence {level}: {needed} runs{per_seed} asked for\n"
+                ));
+            }
+        }
+        out
+    }
+
     /// The text report: summary, trace for a violation, replay line.
     pub fn text(&self) -> String {
         let mut out = self.summary() + "\n";
+        out.push_str(&self.confidence_text());
         if self.verdict == Verdict::Holds && !self.unreached.is_empty() {
             out.push_str(&format!(
                 "warning: goal(s) never reached in {} executions: {}\n",
@@ -312,6 +523,13 @@ impl Report {
             "unreached_goals": self.unreached,
             "replay": self.record.as_ref().map(|_| self.replay_line()),
             "trace": self.record.as_ref().map(render::json_trace),
+            "goals_hit": self.goals_hit,
+            "seconds": self.seconds,
+            "pct_depth": self.pct_depth,
+            "shape": self.shape.map(|s| json!({ "threads": s.threads, "steps": s.steps })),
+            "confidence": self.confidence().map(|c| c.json()),
+            "confidence_target": self.target.map(|(level, runs)| json!({ "level": level, "runs": runs })),
+            "seeds": self.seeds,
         })
     }
 

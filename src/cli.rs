@@ -7,13 +7,15 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use vfsmc_model::driver::OpCost;
-use vfsmc_model::exec::Counter;
 use vfsmc_specs::{Expected, Model, Run, Scenario, Tier, Variant};
 
-use crate::check::{self, Check, Report, Verdict};
+use crate::check::{self, Check, Report, Target, Verdict};
 use crate::corpus::{self, Entry, ReplayError};
+use crate::diagram::{self, Diagram};
 use crate::engine::{Budget, Engine, EngineKind, Knob, Replay};
+use crate::progress::Meter;
+use crate::review;
+use crate::shard::{self, Item, Shard};
 
 #[derive(Parser)]
 #[command(
@@ -26,15 +28,51 @@ struct Cli {
     command: Command,
 }
 
+/// `vfsmc check --format`.
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 enum Format {
+    /// Summaries, traces and replay lines (80 columns).
+    Text,
+    /// One JSON object per search (item), for tools and `vfsmc merge`.
+    Json,
+    /// The first counterexample as an SVG sequence diagram (summaries on
+    /// stderr).
+    Svg,
+    /// The first counterexample as a Mermaid sequence diagram.
+    Mermaid,
+}
+
+/// `vfsmc review --format`.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum ReviewFormat {
+    /// For a mail reply: plain text within 80 columns.
+    Text,
+    /// For a pull request.
+    Markdown,
+    Json,
+}
+
+/// `vfsmc replay --format`.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum TraceFormat {
+    Text,
+    Svg,
+    Mermaid,
+}
+
+/// `vfsmc bench --format`.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum TableFormat {
     Text,
     Json,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+/// `vfsmc check --tier`.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 enum TierArg {
+    /// Every push.
     Pr,
+    /// Nightly: the longer scenarios.
     Deep,
 }
 
@@ -58,8 +96,24 @@ enum Command {
     /// expected verdicts.
     #[command(after_help = crate::engine::help())]
     Check(CheckArgs),
+    /// Compare two variants of a model for a review: verdicts per scenario
+    /// and engine, new violations with their traces, costs, and what the
+    /// verdicts cover. Exit 0 when PATCHED holds wherever BASE holds, 1 when
+    /// it breaks something BASE holds.
+    #[command(after_help = crate::engine::help())]
+    Review(ReviewArgs),
     /// Replay corpus files; exit 0 when each reproduces its recorded outcome.
     Replay {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// text: the trace; svg or mermaid: the trace as a sequence diagram
+        /// (svg: one file).
+        #[arg(long, value_enum, default_value = "text")]
+        format: TraceFormat,
+    },
+    /// Merge the `--format json` output of `vfsmc check --shard` runs into
+    /// the verdict table and exit code of the unsharded run.
+    Merge {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
@@ -76,16 +130,9 @@ enum Command {
     },
 }
 
+/// The budget flags `check` and `review` share.
 #[derive(clap::Args)]
-struct CheckArgs {
-    model: Option<String>,
-    #[arg(long)]
-    variant: Option<String>,
-    #[arg(long)]
-    scenario: Option<String>,
-    /// Engine(s): loom, random, pct, dfs, stress, a comma-separated list, or all.
-    #[arg(long, default_value = "loom,pct")]
-    engine: String,
+struct BudgetArgs {
     /// Executions for random/pct/dfs/stress (a cap for loom) [env: VFSMC_ITERATIONS].
     #[arg(long)]
     iterations: Option<u64>,
@@ -99,6 +146,39 @@ struct CheckArgs {
     /// PCT depth (preemptions the bug needs + 1) [env: VFSMC_PCT_DEPTH].
     #[arg(long)]
     pct_depth: Option<u64>,
+    /// PCT: run until a bug of depth --pct-depth would be missed with
+    /// probability at most 1 - C (0 < C < 1); --iterations caps the runs
+    /// (default 1000000).
+    #[arg(long, value_name = "C")]
+    confidence: Option<f64>,
+    /// No progress line (it is drawn only when stdout and stderr are
+    /// terminals).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+struct CheckArgs {
+    model: Option<String>,
+    #[arg(long)]
+    variant: Option<String>,
+    #[arg(long)]
+    scenario: Option<String>,
+    /// Engine(s): loom, random, pct, dfs, stress, a comma-separated list, or all.
+    #[arg(long, default_value = "loom,pct")]
+    engine: String,
+    #[command(flatten)]
+    budget: BudgetArgs,
+    /// random and PCT: search with K seeds (--seed, --seed + 1, …), each
+    /// with the full budget; a check violates if any seed does.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    seeds: u64,
+    /// Run shard I of N (1-based) of the work: (variant, scenario, engine)
+    /// items and the seeds of random/PCT [env: VFSMC_SHARD, or
+    /// JOB_COMPLETION_INDEX (0-based) with VFSMC_SHARDS]. Merge the shards'
+    /// --format json output with `vfsmc merge`.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
     /// Replay this shuttle schedule (as printed by a failing check).
     #[arg(long)]
     schedule: Option<String>,
@@ -114,6 +194,26 @@ struct CheckArgs {
     /// Write a corpus file for each violation (into DIR, default corpus/).
     #[arg(long, num_args = 0..=1, default_missing_value = "corpus")]
     save_corpus: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct ReviewArgs {
+    model: String,
+    /// The variant the patch applies to (e.g. a kernel release).
+    base: String,
+    /// The variant with the patch.
+    patched: String,
+    /// Only this scenario (default: every hand-written PR-tier scenario
+    /// both variants apply to).
+    #[arg(long)]
+    scenario: Option<String>,
+    /// Engine(s): loom, random, pct, dfs, stress, a comma-separated list, or all.
+    #[arg(long, default_value = "loom,pct")]
+    engine: String,
+    #[command(flatten)]
+    budget: BudgetArgs,
+    #[arg(long, value_enum, default_value = "text")]
+    format: ReviewFormat,
 }
 
 #[derive(clap::Args)]
@@ -135,8 +235,8 @@ struct BenchArgs {
     /// checked, and without; both runs must explore the same executions.
     #[arg(long)]
     overhead: bool,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+    #[arg(long, value_enum, default_value_t = TableFormat::Text)]
+    format: TableFormat,
 }
 
 /// Bad input: printed with its context, exit 2.
@@ -160,7 +260,9 @@ pub fn main() -> i32 {
         Command::List => Ok(list()),
         Command::Show { model } => show(&model),
         Command::Check(a) => run_check(a),
-        Command::Replay { files } => Ok(replay(&files)),
+        Command::Review(a) => run_review(a),
+        Command::Replay { files, format } => replay(&files, format),
+        Command::Merge { files } => merge(&files),
         Command::Bench(a) => bench(a),
         Command::Diff {
             model,
@@ -280,9 +382,9 @@ fn find_scenario(m: &'static dyn Model, name: &str) -> Out<&'static Scenario> {
 }
 
 /// `--engine`: one engine, a comma-separated list, or `all`.
-fn engines_of(a: &CheckArgs) -> Out<Vec<EngineKind>> {
+fn engines_of(engine: &str, a: &BudgetArgs, schedule: Option<&str>) -> Out<Vec<EngineKind>> {
     let mut engines = Vec::new();
-    for name in a.engine.split(',') {
+    for name in engine.split(',') {
         if name == "all" {
             engines.extend(EngineKind::ALL);
             continue;
@@ -302,9 +404,8 @@ fn engines_of(a: &CheckArgs) -> Out<Vec<EngineKind>> {
             .any(|e| e.engine().reads(Knob::MaxPreemptions))
         {
             return Err(BadInput(format!(
-                "--max-preemptions bounds {} only; engine(s) '{}' take --iterations/--pct-depth",
+                "--max-preemptions bounds {} only; engine(s) '{engine}' take --iterations/--pct-depth",
                 engine_names(|e| e.reads(Knob::MaxPreemptions)),
-                a.engine
             )));
         }
         if n > 16 {
@@ -314,11 +415,10 @@ fn engines_of(a: &CheckArgs) -> Out<Vec<EngineKind>> {
         }
     }
     let replays_schedule = |e: &EngineKind| e.engine().replay() == Replay::Schedule;
-    if a.schedule.is_some() && (engines.len() != 1 || !replays_schedule(&engines[0])) {
+    if schedule.is_some() && (engines.len() != 1 || !replays_schedule(&engines[0])) {
         return Err(BadInput(format!(
-            "--schedule replays one shuttle engine ({}), not '{}'",
+            "--schedule replays one shuttle engine ({}), not '{engine}'",
             engine_names(|e| e.replay() == Replay::Schedule),
-            a.engine
         )));
     }
     Ok(engines)
@@ -340,7 +440,7 @@ fn engine_names(pick: impl Fn(&dyn Engine) -> bool) -> String {
 /// The budget of every check: flags over `base` (the default budget with the
 /// environment applied). One budget serves every engine, as each reads only
 /// its own knobs.
-fn budget_of(a: &CheckArgs, base: &Budget) -> Out<Budget> {
+fn budget_of(a: &BudgetArgs, base: &Budget) -> Out<Budget> {
     let mut b = base.clone();
     if let Some(n) = flag(Knob::Iterations, a.iterations)? {
         Knob::Iterations.set(&mut b, n);
@@ -411,63 +511,216 @@ fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Che
     Ok(checks)
 }
 
-fn run_check(a: CheckArgs) -> Out<i32> {
-    let start = Instant::now();
-    let budget = budget_of(&a, &Budget::from_env().map_err(bad)?)?;
-    let mut checks = Vec::new();
-    for engine in engines_of(&a)? {
-        checks.extend(checks_for(&a, engine, &budget)?);
+/// The confidence target of `--confidence`, if given: PCT runs until a bug
+/// of the budget's depth would be missed with probability at most 1 − C.
+fn target_of(a: &BudgetArgs, budget: &Budget, share: u64) -> Out<Option<Target>> {
+    let Some(level) = a.confidence else {
+        return Ok(None);
+    };
+    if !(level > 0.0 && level < 1.0) {
+        return Err(BadInput(format!(
+            "--confidence {level}: expected a probability strictly between 0 and 1, e.g. 0.99"
+        )));
     }
-    if a.model.is_some() {
-        return check_model(&checks, &a);
-    }
-    let tally = check_registry(&checks, &a)?;
-    let line = tally.line(start.elapsed());
-    // JSON output stays one object per line; the tally goes beside it.
-    match a.format {
-        Format::Text => println!("{line}"),
-        Format::Json => eprintln!("{line}"),
-    }
-    Ok(i32::from(tally.differ > 0))
+    let capped = a.iterations.is_some() || std::env::var_os(Knob::Iterations.env()).is_some();
+    Ok(Some(Target {
+        level,
+        cap: if capped {
+            budget.iterations
+        } else {
+            DEFAULT_CONFIDENCE_CAP
+        },
+        share: usize::try_from(share).unwrap_or(usize::MAX),
+    }))
 }
 
-/// A model named: every check runs (with a note where its engine cannot
-/// give the registry verdict); exit 1 on any verdict but holds.
-fn check_model(checks: &[Check], a: &CheckArgs) -> Out<i32> {
-    let mut failed = false;
-    for c in checks {
+/// Runs per search a confidence may ask for when --iterations does not cap
+/// it: about ten minutes of PCT on the models here.
+const DEFAULT_CONFIDENCE_CAP: usize = 1_000_000;
+
+/// `--shard`, else the environment's shard, else the whole run.
+fn shard_of(flag: Option<&str>) -> Out<Shard> {
+    if let Some(s) = flag {
+        return Shard::parse("--shard", s).map_err(BadInput);
+    }
+    let env = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+    Ok(Shard::from_vars(env)
+        .map_err(BadInput)?
+        .unwrap_or(Shard::ALL))
+}
+
+fn run_check(a: CheckArgs) -> Out<i32> {
+    let start = Instant::now();
+    crate::progress::enable(a.budget.quiet);
+    let budget = budget_of(&a.budget, &Budget::from_env().map_err(bad)?)?;
+    let target = target_of(&a.budget, &budget, a.seeds)?;
+    let shard = shard_of(a.shard.as_deref())?;
+    if a.seeds == 0 || (a.seeds > 1 && a.schedule.is_some()) {
+        return Err(BadInput(
+            "--seeds: expected at least 1 (and 1 with --schedule, which replays one search)".into(),
+        ));
+    }
+    if a.model.is_none() && matches!(a.format, Format::Svg | Format::Mermaid) {
+        return Err(BadInput(
+            "--format svg and mermaid draw a counterexample: name a MODEL (and a --variant)".into(),
+        ));
+    }
+    let mut checks = Vec::new();
+    for engine in engines_of(&a.engine, &a.budget, a.schedule.as_deref())? {
+        checks.extend(checks_for(&a, engine, &budget)?);
+    }
+    for c in &mut checks {
+        c.confidence = target;
+    }
+    let mut run = CheckRun {
+        args: &a,
+        registry: a.model.is_none(),
+        shard,
+        total: 0,
+        tally: Tally::default(),
+        failed: false,
+        diagram: None,
+    };
+    let items = shard::items(&checks, a.seeds);
+    run.total = items.len();
+    for group in items.chunk_by(|x, y| x.check == y.check) {
+        let mine: Vec<Item> = group
+            .iter()
+            .filter(|it| shard.takes(it.number))
+            .copied()
+            .collect();
+        if let Some(first) = mine.first() {
+            run.check(&checks[first.check], &mine)?;
+        }
+    }
+    run.finish(start.elapsed())
+}
+
+/// One `vfsmc check` run: what it prints and counts as its items end.
+struct CheckRun<'a> {
+    args: &'a CheckArgs,
+    /// No model named: verdicts are judged against the registry.
+    registry: bool,
+    shard: Shard,
+    /// Items of the whole run (every shard).
+    total: usize,
+    tally: Tally,
+    /// A model named: some verdict was not holds.
+    failed: bool,
+    /// The first counterexample, for svg and mermaid.
+    diagram: Option<Diagram>,
+}
+
+impl CheckRun<'_> {
+    /// Runs this shard's `items` of check `c`, prints each item (JSON) or
+    /// the check's combined report, and counts it.
+    fn check(&mut self, c: &Check, items: &[Item]) -> Out<()> {
+        let format = self.args.format;
         if let Some(why) = c.engine_limit() {
+            if self.registry {
+                self.tally.not_judged += 1;
+                if format != Format::Json {
+                    println!("{}", not_judged_line(c, why));
+                    return Ok(());
+                }
+                for it in items {
+                    let line = shard::not_judged_json(c, it.seed, why);
+                    println!("{}", self.item_line(line, it));
+                }
+                return Ok(());
+            }
             eprintln!(
                 "note: {} cannot give this variant its registry verdict: {why}",
                 c.engine
             );
         }
-        failed |= run_one(c, a, false)?.verdict != Verdict::Holds;
-    }
-    Ok(i32::from(failed))
-}
-
-/// No model named: each check is judged against the registry, or is n/a
-/// where its engine cannot judge it.
-fn check_registry(checks: &[Check], a: &CheckArgs) -> Out<Tally> {
-    let mut tally = Tally::default();
-    for c in checks {
-        if let Some(why) = c.engine_limit() {
-            println!(
-                "n/a  {}/{} [{}] {}: not judged by this engine: {why}",
+        let mut reports = Vec::new();
+        for it in items {
+            let mut one = c.clone();
+            one.budget.seed = it.seed;
+            let label = format!(
+                "{}/{} [{}] {}",
                 c.model.name(),
                 c.variant.name,
                 c.scenario.name,
                 c.engine
             );
-            tally.not_judged += 1;
-        } else if run_one(c, a, true)?.matches_expected() {
-            tally.matched += 1;
+            let meter = Meter::start(label);
+            let r = one.run().map_err(bad)?;
+            drop(meter);
+            if format == Format::Json {
+                println!("{}", self.item_line(r.json(), it));
+            }
+            reports.push(r);
+        }
+        let r = shard::combine(reports);
+        self.count(&r);
+        match format {
+            Format::Text => print_report(&r, self.registry),
+            Format::Json => {}
+            Format::Svg | Format::Mermaid => {
+                eprint!("{}", r.text());
+                if self.diagram.is_none() {
+                    self.diagram = r.record.as_ref().map(|rec| Diagram::of(&title(&r), rec));
+                }
+            }
+        }
+        if let (Some(dir), Some(_)) = (&self.args.save_corpus, &r.record) {
+            save_corpus(dir, &r, c)?;
+        }
+        Ok(())
+    }
+
+    fn item_line(&self, v: serde_json::Value, it: &Item) -> serde_json::Value {
+        shard::item_json(v, it, self.total, self.shard, self.registry)
+    }
+
+    fn count(&mut self, r: &Report) {
+        if !self.registry {
+            self.failed |= r.verdict != Verdict::Holds;
+        } else if r.matches_expected() {
+            self.tally.matched += 1;
         } else {
-            tally.differ += 1;
+            self.tally.differ += 1;
         }
     }
-    Ok(tally)
+
+    /// Prints the diagram or the tally line; the exit code.
+    fn finish(self, elapsed: std::time::Duration) -> Out<i32> {
+        match (self.args.format, &self.diagram) {
+            (Format::Svg, Some(d)) => print!("{}", diagram::svg(d)),
+            (Format::Mermaid, Some(d)) => print!("{}", diagram::mermaid(d)),
+            (Format::Svg | Format::Mermaid, None) => {
+                eprintln!("no counterexample to draw: every check held")
+            }
+            _ => {}
+        }
+        if !self.registry {
+            return Ok(i32::from(self.failed));
+        }
+        let line = self.tally.line(elapsed);
+        // JSON output stays one object per line; the tally goes beside it.
+        match self.args.format {
+            Format::Text => println!("{line}"),
+            _ => eprintln!("{line}"),
+        }
+        Ok(i32::from(self.tally.differ > 0))
+    }
+}
+
+/// `model/variant [scenario] engine`: a diagram's title.
+fn title(r: &Report) -> String {
+    format!("{}/{} [{}] {}", r.model, r.variant, r.scenario, r.engine)
+}
+
+fn not_judged_line(c: &Check, why: &str) -> String {
+    format!(
+        "n/a  {}/{} [{}] {}: not judged by this engine: {why}",
+        c.model.name(),
+        c.variant.name,
+        c.scenario.name,
+        c.engine
+    )
 }
 
 /// Registry mode's verdicts, counted.
@@ -493,16 +746,6 @@ impl Tally {
     }
 }
 
-/// Runs `c`, prints its report and writes its corpus file if asked.
-fn run_one(c: &Check, a: &CheckArgs, registry_mode: bool) -> Out<Report> {
-    let r = c.run().map_err(bad)?;
-    print_report(&r, a.format, registry_mode);
-    if let (Some(dir), Some(_)) = (&a.save_corpus, &r.record) {
-        save_corpus(dir, &r, c)?;
-    }
-    Ok(r)
-}
-
 /// Writes the corpus file of a failing report, unless its engine cannot
 /// replay it (a file `vfsmc replay` would reject is no evidence).
 fn save_corpus(dir: &std::path::Path, r: &Report, c: &Check) -> Out<()> {
@@ -516,58 +759,159 @@ fn save_corpus(dir: &std::path::Path, r: &Report, c: &Check) -> Out<()> {
     Ok(())
 }
 
-fn print_report(r: &Report, format: Format, registry_mode: bool) {
-    match format {
-        Format::Json => println!("{}", r.json()),
-        Format::Text if registry_mode => {
-            let mark = if r.matches_expected() { "ok  " } else { "FAIL" };
-            println!(
-                "{mark} expected {:<28} {}",
-                r.expected.to_string(),
-                r.summary()
-            );
-            if !r.matches_expected() {
-                print!("{}", r.text());
-            }
-        }
-        Format::Text => print!("{}", r.text()),
+/// A check's report in text: in registry mode one line with the registry's
+/// expectation (and the confidence lines), the whole report where the
+/// verdict differs.
+fn print_report(r: &Report, registry_mode: bool) {
+    if !registry_mode {
+        print!("{}", r.text());
+        return;
+    }
+    let mark = if r.matches_expected() { "ok  " } else { "FAIL" };
+    println!(
+        "{mark} expected {:<28} {}",
+        r.expected.to_string(),
+        r.summary()
+    );
+    if !r.matches_expected() {
+        print!("{}", r.text());
+    } else {
+        print!("{}", r.confidence_text());
     }
 }
 
-fn replay(files: &[PathBuf]) -> i32 {
+fn replay(files: &[PathBuf], format: TraceFormat) -> Out<i32> {
+    if format == TraceFormat::Svg && files.len() != 1 {
+        return Err(BadInput(
+            "--format svg draws one corpus file: give exactly one".into(),
+        ));
+    }
     let mut code = 0;
     for f in files {
         let name = f.display().to_string();
-        let text = match std::fs::read_to_string(f) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("vfsmc: {name}: {e}");
-                return 2;
-            }
-        };
-        let entry = match Entry::parse(&name, &text) {
-            Ok(e) => e,
-            Err(e) => {
-                eprintln!("vfsmc: {e}");
-                return 2;
-            }
-        };
+        let text = std::fs::read_to_string(f).map_err(|e| BadInput(format!("{name}: {e}")))?;
+        let entry = Entry::parse(&name, &text).map_err(bad)?;
         match corpus::replay(&name, &entry) {
-            Ok(r) => {
-                println!("{name}: reproduced {}", entry.expect);
-                print!("{}", r.text());
-            }
-            Err(ReplayError::Input(m)) => {
-                eprintln!("vfsmc: {m}");
-                return 2;
-            }
+            Ok(r) => match (format, &r.record) {
+                (TraceFormat::Text, _) => {
+                    println!("{name}: reproduced {}", entry.expect);
+                    print!("{}", r.text());
+                }
+                (TraceFormat::Svg, Some(rec)) => {
+                    print!("{}", diagram::svg(&Diagram::of(&title(&r), rec)))
+                }
+                (TraceFormat::Mermaid, Some(rec)) => {
+                    print!("{}", diagram::mermaid(&Diagram::of(&title(&r), rec)))
+                }
+                (_, None) => eprintln!("{name}: reproduced {}; no trace to draw", entry.expect),
+            },
+            Err(ReplayError::Input(m)) => return Err(BadInput(m)),
             Err(e) => {
                 eprintln!("vfsmc: {e}");
                 code = 1;
             }
         }
     }
-    code
+    Ok(code)
+}
+
+/// `vfsmc merge`: the item lines of every file, merged into the run's
+/// verdict table; exit as the unsharded run would.
+fn merge(files: &[PathBuf]) -> Out<i32> {
+    let mut lines = Vec::new();
+    for f in files {
+        let name = f.display().to_string();
+        let text = std::fs::read_to_string(f).map_err(|e| BadInput(format!("{name}: {e}")))?;
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let whence = format!("{name}:{}", i + 1);
+            let parsed = shard::parse_line(line).map_err(|e| {
+                BadInput(format!(
+                    "{whence}: {e} (expected an item line of `vfsmc check --format json`)"
+                ))
+            })?;
+            lines.push((whence, parsed));
+        }
+    }
+    let run = shard::merge(lines).map_err(BadInput)?;
+    let (mut tally, mut failed, mut seconds) = (Tally::default(), false, 0.0);
+    for m in run.checks {
+        match m {
+            shard::Merged::NotJudged { key, reason, .. } => {
+                tally.not_judged += 1;
+                println!(
+                    "n/a  {}/{} [{}] {}: not judged by this engine: {reason}",
+                    key.0, key.1, key.2, key.3
+                );
+            }
+            shard::Merged::Ran(r) => {
+                seconds += r.seconds;
+                print_report(&r, run.registry);
+                if r.verdict == Verdict::Violates && r.record.is_none() {
+                    println!("replay: {}", r.replay_line());
+                }
+                if !run.registry {
+                    failed |= r.verdict != Verdict::Holds;
+                } else if r.matches_expected() {
+                    tally.matched += 1;
+                } else {
+                    tally.differ += 1;
+                }
+            }
+        }
+    }
+    if !run.registry {
+        return Ok(i32::from(failed));
+    }
+    println!(
+        "{}",
+        tally.line(std::time::Duration::from_secs_f64(seconds))
+    );
+    Ok(i32::from(tally.differ > 0))
+}
+
+/// `vfsmc review`.
+fn run_review(a: ReviewArgs) -> Out<i32> {
+    crate::progress::enable(a.budget.quiet);
+    let m = find_model(&a.model)?;
+    let (base, patched) = (find_variant(m, &a.base)?, find_variant(m, &a.patched)?);
+    let scenarios: Vec<&'static Scenario> = match &a.scenario {
+        Some(s) => {
+            let s = find_scenario(m, s)?;
+            if s.generated {
+                return Err(BadInput(format!(
+                    "scenario '{}' is generated from bytes; review hand-written scenarios",
+                    s.name
+                )));
+            }
+            vec![s]
+        }
+        None => m
+            .scenarios()
+            .iter()
+            .filter(|s| !s.generated && s.tier == Tier::Pr)
+            .filter(|s| m.applies(base.name, s.name) && m.applies(patched.name, s.name))
+            .collect(),
+    };
+    let budget = budget_of(&a.budget, &Budget::from_env().map_err(bad)?)?;
+    let req = review::Request {
+        model: m,
+        base,
+        patched,
+        scenarios,
+        engines: engines_of(&a.engine, &a.budget, None)?,
+        confidence: target_of(&a.budget, &budget, 1)?,
+        budget,
+    };
+    let rv = review::review(&req);
+    match a.format {
+        ReviewFormat::Text => print!("{}", review::text(&rv)),
+        ReviewFormat::Markdown => print!("{}", review::markdown(&rv)),
+        ReviewFormat::Json => println!("{}", review::json(&rv)),
+    }
+    Ok(rv.exit_code())
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -745,7 +1089,7 @@ fn bench_overhead(models: &[&'static dyn Model], a: &BenchArgs) -> Out<i32> {
                 }
                 let ratio = secs_on / secs_off.max(1e-9);
                 match a.format {
-                    Format::Json => println!(
+                    TableFormat::Json => println!(
                         "{}",
                         serde_json::json!({
                             "model": m.name(), "variant": v.name, "scenario": s.name,
@@ -753,7 +1097,7 @@ fn bench_overhead(models: &[&'static dyn Model], a: &BenchArgs) -> Out<i32> {
                             "secs_on": secs_on, "secs_off": secs_off, "ratio": ratio,
                         })
                     ),
-                    Format::Text => println!(
+                    TableFormat::Text => println!(
                         "{}/{} [{}] loom: {} executions ({} without recording), \
                          {secs_on:.3}s on, {secs_off:.3}s off, ratio {ratio:.2}",
                         m.name(),
@@ -771,15 +1115,6 @@ fn bench_overhead(models: &[&'static dyn Model], a: &BenchArgs) -> Out<i32> {
         return Ok(1);
     }
     Ok(0)
-}
-
-fn per_call(c: &OpCost, k: Counter) -> f64 {
-    let n = c.get(k) as f64;
-    if c.calls == 0 {
-        n
-    } else {
-        n / c.calls as f64
-    }
 }
 
 fn diff(model: &str, a: &str, b: &str, scenario: Option<&str>) -> Out<i32> {
@@ -804,16 +1139,11 @@ fn diff(model: &str, a: &str, b: &str, scenario: Option<&str>) -> Out<i32> {
             "{:<22} {:<15} {:>12} {:>12}",
             "operation", "counter", va.name, vb.name
         );
-        let ops: std::collections::BTreeSet<&&str> = ca.keys().chain(cb.keys()).collect();
-        let empty = OpCost::default();
-        for op in ops {
-            let (x, y) = (ca.get(op).unwrap_or(&empty), cb.get(op).unwrap_or(&empty));
-            for k in Counter::ALL {
-                let (px, py) = (per_call(x, k), per_call(y, k));
-                if px != 0.0 || py != 0.0 {
-                    println!("{op:<22} {:<15} {px:>12.2} {py:>12.2}", k.name());
-                }
-            }
+        for r in review::cost_rows(&ca, &cb) {
+            println!(
+                "{:<22} {:<15} {:>12.2} {:>12.2}",
+                r.op, r.counter, r.base, r.patched
+            );
         }
         println!();
     }

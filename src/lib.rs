@@ -5,6 +5,10 @@
 pub mod check;
 pub mod cli;
 pub mod corpus;
+pub mod diagram;
 pub mod engine;
+pub mod progress;
 pub mod quiet;
 pub mod render;
+pub mod review;
+pub mod shard;

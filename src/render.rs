@@ -155,7 +155,7 @@ pub fn effect(e: &Effect, record: &Record) -> String {
     }
 }
 
-fn thread(step: &Step, record: &Record) -> &'static str {
+pub(crate) fn thread(step: &Step, record: &Record) -> &'static str {
     record
         .threads
         .get(usize::from(step.thread))
@@ -171,7 +171,9 @@ fn context(step: &Step) -> String {
     }
 }
 
-fn wrap(text: &str, width: usize) -> Vec<String> {
+/// `text` in lines of at most `width` characters, continuation lines
+/// indented by two spaces; a word longer than a line is cut.
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
     for word in text.split(' ') {
@@ -220,7 +222,7 @@ fn row(step: &str, cells: &[String], col_w: usize) -> String {
 }
 
 /// The trace columns: threads that took a step, in spawn order.
-fn columns(record: &Record) -> Vec<u8> {
+pub(crate) fn columns(record: &Record) -> Vec<u8> {
     let mut cols: Vec<u8> = (0..record.threads.len() as u8)
         .filter(|c| record.steps.iter().any(|s| s.thread == *c))
         .collect();

@@ -68,6 +68,7 @@ impl Engine for Loom {
     fn explore(&self, budget: &Budget, body: Body) -> Exploration {
         let mut last = Exploration::default();
         for bound in bounds(budget) {
+            crate::progress::phase(crate::progress::Phase::LoomBound(bound));
             last = explore_bound(budget, bound, body.clone());
             if last.failure.is_some() {
                 break;
@@ -105,7 +106,9 @@ fn bounds(budget: &Budget) -> Vec<Option<usize>> {
 fn builder(budget: &Budget, bound: Option<usize>) -> ::loom::model::Builder {
     let mut builder = ::loom::model::Builder::new();
     builder.preemption_bound = bound;
-    builder.max_permutations = budget.loom_cap;
+    // loom 0.7.3 counts from 1 and stops when the count reaches the cap, so
+    // a cap of N runs N − 1 executions (and a cap of 1 none at all).
+    builder.max_permutations = budget.loom_cap.map(|cap| cap.saturating_add(1));
     builder.checkpoint_interval = budget.loom_checkpoint_interval;
     builder.checkpoint_file = None;
     builder.max_branches = budget.loom_max_branches;
@@ -131,6 +134,7 @@ fn explore_bound(budget: &Budget, bound: Option<usize>, body: Body) -> Explorati
         preemption_bound: bound,
         failure: None,
         reached: c.reached.clone(),
+        shape: None,
     };
     drop(c);
     if let Err(payload) = result {

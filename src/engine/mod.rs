@@ -72,6 +72,12 @@ pub trait Engine: Sync {
     /// Searches `body` within `budget`.
     fn explore(&self, budget: &Budget, body: Body) -> Exploration;
 
+    /// The probability, at least, that one of its runs finds a bug of
+    /// `depth` in executions of `shape`, if the engine guarantees one.
+    fn per_run_guarantee(&self, _shape: Shape, _depth: usize) -> Option<f64> {
+        None
+    }
+
     fn reads(&self, knob: Knob) -> bool {
         self.knobs().contains(&knob)
     }
@@ -216,6 +222,18 @@ pub struct Failure {
     pub preemptions: Option<usize>,
 }
 
+/// The size of the executions a search ran, measured by the scheduler: what
+/// PCT's guarantee is stated in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// The most tasks one execution had (the scenario's driver included:
+    /// the scheduler gives it a priority like any thread).
+    pub threads: usize,
+    /// The most scheduling steps one execution took, counting only those
+    /// where more than one task could run (the steps PCT counts).
+    pub steps: usize,
+}
+
 /// What one search covered and found.
 #[derive(Clone, Debug, Default)]
 pub struct Exploration {
@@ -226,6 +244,8 @@ pub struct Exploration {
     pub preemption_bound: Option<usize>,
     pub failure: Option<Failure>,
     pub reached: BTreeSet<&'static str>,
+    /// The executions' size, where the engine measures it (shuttle).
+    pub shape: Option<Shape>,
 }
 
 impl Exploration {
@@ -275,6 +295,7 @@ fn instrument(body: Body, col: Arc<Mutex<Collector>>) -> impl Fn() + Send + Sync
     move || {
         let _running = session.begin();
         lock(&col).executions += 1;
+        crate::progress::execution();
         body();
         session.reached_into(&mut lock(&col).reached);
     }

@@ -17,8 +17,9 @@ use vfsmc_specs::Need;
 
 use super::{
     instrument, lock, Body, Budget, Collector, CorpusKey, Engine, EngineFailure, Exploration,
-    Failure, Found, Knob, Replay, ScheduleError,
+    Failure, Found, Knob, Replay, ScheduleError, Shape,
 };
+use crate::progress::{self, Phase};
 use crate::quiet;
 
 const SEQUENTIALLY_CONSISTENT: &str =
@@ -78,7 +79,7 @@ impl Engine for Random {
     }
     fn explore(&self, budget: &Budget, body: Body) -> Exploration {
         let s = RandomScheduler::new_from_seed(budget.seed, budget.iterations);
-        explore_shuttle(s, budget, body)
+        explore_shuttle(self.name(), s, budget, body)
     }
 }
 
@@ -116,7 +117,22 @@ impl Engine for Pct {
     }
     fn explore(&self, budget: &Budget, body: Body) -> Exploration {
         let s = PctScheduler::new_from_seed(budget.seed, budget.pct_depth, budget.iterations);
-        explore_shuttle(s, budget, body)
+        explore_shuttle(self.name(), s, budget, body)
+    }
+
+    /// Burckhardt et al., "A Randomized Scheduler with Probabilistic
+    /// Guarantees of Finding Bugs" (ASPLOS 2010), Theorem 9: a run finds a
+    /// bug of depth d with probability at least 1/(n·k^(d−1)), n threads and
+    /// k steps. shuttle's PCT samples its d−1 change points from the longest
+    /// execution seen so far, as the paper assumes k known; with no step
+    /// where two tasks could run there is one interleaving, found every run.
+    fn per_run_guarantee(&self, shape: Shape, depth: usize) -> Option<f64> {
+        if shape.steps == 0 {
+            return Some(1.0);
+        }
+        let exp = i32::try_from(depth.saturating_sub(1)).unwrap_or(i32::MAX);
+        let denominator: f64 = shape.threads.max(1) as f64 * (shape.steps as f64).powi(exp);
+        Some((1.0 / denominator).min(1.0))
     }
 }
 
@@ -144,7 +160,7 @@ impl Engine for Dfs {
     }
     fn explore(&self, budget: &Budget, body: Body) -> Exploration {
         let s = DfsScheduler::new(Some(budget.iterations), false);
-        let mut out = explore_shuttle(s, budget, body);
+        let mut out = explore_shuttle(self.name(), s, budget, body);
         if out.failure.is_none() && !out.exhaustive {
             // DFS ran out of schedules before its budget: it saw them all.
             out.exhaustive = out.executions < budget.iterations;
@@ -153,11 +169,15 @@ impl Engine for Dfs {
     }
 }
 
-/// The recorded schedule of the current shuttle execution.
+/// The recorded schedule of the current shuttle execution, and the size of
+/// the largest execution so far.
 #[derive(Default)]
 struct Recorded {
     schedule: Option<Schedule>,
     preemptions: usize,
+    /// Steps of the current execution where more than one task could run.
+    steps: usize,
+    shape: Shape,
 }
 
 /// Wraps any shuttle scheduler to record the schedule of each execution.
@@ -166,11 +186,25 @@ struct Recording<S> {
     rec: Arc<Mutex<Recorded>>,
 }
 
+impl Recorded {
+    /// Counts one scheduling decision among `runnable` into the shape.
+    fn measure(&mut self, runnable: &[&Task]) {
+        let tasks = runnable.iter().map(|t| usize::from(t.id()) + 1).max();
+        self.shape.threads = self.shape.threads.max(tasks.unwrap_or(0));
+        if runnable.len() > 1 {
+            self.steps += 1;
+            self.shape.steps = self.shape.steps.max(self.steps);
+        }
+    }
+}
+
 impl<S: Scheduler> Scheduler for Recording<S> {
     fn new_execution(&mut self) -> Option<Schedule> {
         let s = self.inner.new_execution()?;
-        *lock(&self.rec) = Recorded {
+        let mut rec = lock(&self.rec);
+        *rec = Recorded {
             schedule: Some(s.clone()),
+            shape: rec.shape,
             ..Recorded::default()
         };
         Some(s)
@@ -184,6 +218,7 @@ impl<S: Scheduler> Scheduler for Recording<S> {
     ) -> Option<TaskId> {
         let next = self.inner.next_task(runnable, current, yielding)?;
         let mut rec = lock(&self.rec);
+        rec.measure(runnable);
         // Task 0 is the scenario's driver (set-up, joins, final checks):
         // leaving it early is not a preemption of the modelled code.
         if let Some(cur) = current.filter(|&c| usize::from(c) != 0) {
@@ -283,6 +318,7 @@ fn run_shuttle_counted<S: Scheduler + 'static>(
         preemption_bound: None,
         failure: None,
         reached: c.reached.clone(),
+        shape: Some(lock(&rec).shape),
     };
     drop(c);
     if let Err(payload) = result {
@@ -302,7 +338,13 @@ fn run_shuttle_counted<S: Scheduler + 'static>(
     (out, points, last)
 }
 
-fn explore_shuttle<S: Scheduler + 'static>(sched: S, budget: &Budget, body: Body) -> Exploration {
+fn explore_shuttle<S: Scheduler + 'static>(
+    name: &'static str,
+    sched: S,
+    budget: &Budget,
+    body: Body,
+) -> Exploration {
+    progress::runs(name, budget.iterations);
     let mut out = run_shuttle(sched, budget, body.clone());
     if detected(&out, EngineFailure::NoConcurrency) {
         // PCT refuses a program with a single interleaving; the execution it
@@ -369,6 +411,7 @@ fn shrink_preemptions(out: &mut Exploration, budget: &Budget, body: Body) {
         if preemptions_of(out) < depth {
             return;
         }
+        progress::phase(Phase::Shrinking { depth });
         let sched = PctScheduler::new_from_seed(budget.seed, depth, budget.shrink_iterations);
         let candidate = run_shuttle(sched, budget, body.clone());
         if invariant_of(&candidate).as_deref() == Some(target.as_str())

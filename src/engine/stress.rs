@@ -56,6 +56,7 @@ impl Engine for Stress {
         let col = Collector::new(budget);
         let f = instrument(body, col.clone());
         let mut out = Exploration::default();
+        crate::progress::runs(self.name(), budget.iterations);
         for _ in 0..budget.iterations {
             let result = catch_unwind(AssertUnwindSafe(|| with_backend(Backend::Std, &f)));
             if let Err(payload) = result {

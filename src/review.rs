@@ -1,0 +1,943 @@
+//! `vfsmc review MODEL BASE PATCHED`: one report a reviewer can paste into a
+//! mail reply (text, 80 columns) or a PR (markdown), or hand to a tool
+//! (JSON). It runs every scenario both variants apply to on every engine
+//! asked for, and says:
+//! - per scenario and engine, BASE's verdict against PATCHED's, with the
+//!   executions, how far the search went and its seconds; changed verdicts
+//!   first;
+//! - each violation PATCHED brings: the invariant, the shortest trace, the
+//!   replay line;
+//! - the cost table of `vfsmc diff`, changed counters marked;
+//! - what the verdicts cover: scenarios and the goals they reached, bounds,
+//!   engines and the blind spots that apply, so that "holds" is never read
+//!   as more than it is.
+//!
+//! PATCHED passes when it holds wherever BASE holds.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+use vfsmc_model::driver::{OpCost, Record};
+use vfsmc_model::exec::Counter;
+use vfsmc_model::trace::Effect;
+use vfsmc_specs::{Model, Need, Run, Scenario, Variant};
+
+use crate::check::{self, Check, Report, Verdict};
+use crate::engine::{self, Budget, EngineKind, Shape};
+use crate::{render, shard};
+
+/// What a review compares.
+pub struct Request {
+    pub model: &'static dyn Model,
+    pub base: &'static Variant,
+    pub patched: &'static Variant,
+    pub scenarios: Vec<&'static Scenario>,
+    pub engines: Vec<EngineKind>,
+    pub budget: Budget,
+    pub confidence: Option<check::Target>,
+}
+
+/// How one (scenario, engine) pair changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Change {
+    /// BASE holds, PATCHED does not: the patch breaks something.
+    Breaks,
+    /// BASE does not hold, PATCHED does.
+    Fixes,
+    /// Both fail, differently.
+    Differs,
+    /// The same verdict.
+    Same,
+    /// The engine cannot judge one of the variants: not run.
+    NotJudged,
+}
+
+impl Change {
+    fn mark(self) -> &'static str {
+        match self {
+            Change::Breaks => "NEW",
+            Change::Fixes => "FIXED",
+            Change::Differs => "DIFF",
+            Change::Same => "same",
+            Change::NotJudged => "n/a",
+        }
+    }
+}
+
+/// One scenario on one engine, both variants.
+pub struct Cell {
+    pub scenario: &'static Scenario,
+    pub engine: EngineKind,
+    pub change: Change,
+    /// BASE's and PATCHED's reports (absent when not judged).
+    pub runs: Option<(Report, Report)>,
+    /// Why the engine cannot judge a variant, when it cannot.
+    pub not_judged: Option<String>,
+}
+
+/// One counter of one operation whose cost per call either variant has.
+pub struct CostRow {
+    pub op: &'static str,
+    pub counter: &'static str,
+    pub base: f64,
+    pub patched: f64,
+}
+
+impl CostRow {
+    pub fn changed(&self) -> bool {
+        self.base != self.patched
+    }
+}
+
+/// The cost table of one scenario (canonical sequential execution).
+pub struct Costs {
+    pub scenario: &'static str,
+    pub rows: Vec<CostRow>,
+}
+
+/// A C11 stand-in for an LKMM primitive whose error is not exact, from the
+/// table in `model/src/kernel/atomic.rs`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StandIn {
+    pub kernel: String,
+    pub here: String,
+    pub direction: String,
+    /// The kernel accessors it covers, as trace steps name them.
+    pub accessors: Vec<String>,
+}
+
+/// The C11 stand-in table, read where it is documented.
+const ATOMIC_RS: &str = include_str!("../model/src/kernel/atomic.rs");
+
+fn unmark(s: &str) -> String {
+    s.replace("**", "").replace('`', "").trim().to_string()
+}
+
+/// The rows of the stand-in table whose error direction is not `exact`.
+pub fn stand_ins() -> Vec<StandIn> {
+    ATOMIC_RS
+        .lines()
+        .filter_map(|l| l.strip_prefix("//! | "))
+        .filter_map(|row| {
+            let cols: Vec<&str> = row.trim_end_matches('|').split(" | ").collect();
+            let [kernel, here, _, direction] = cols[..] else {
+                return None;
+            };
+            if direction.starts_with("exact") || direction.starts_with("error direction") {
+                return None;
+            }
+            let accessors = kernel
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(|a| a.trim_end_matches("()").to_string())
+                .collect();
+            Some(StandIn {
+                kernel: unmark(kernel),
+                here: unmark(here),
+                direction: unmark(direction),
+                accessors,
+            })
+        })
+        .collect()
+}
+
+/// The kernel accessors the steps of `record` name: loads, barriers, RMWs.
+fn accessors(record: &Record, into: &mut BTreeSet<&'static str>) {
+    for s in &record.steps {
+        match s.effect {
+            Effect::Load { how, .. } => into.insert(how),
+            Effect::Fence(name) => into.insert(name),
+            Effect::Rmw { op, .. } | Effect::Cmpxchg { op, .. } => into.insert(op),
+            _ => false,
+        };
+    }
+}
+
+/// A goal, and whether some holding search of BASE and of PATCHED reached
+/// it (`None`: every search of that variant violated).
+pub type GoalHit = (String, Option<bool>, Option<bool>);
+
+/// What the reviewer should know the verdicts do not cover.
+pub struct Coverage {
+    /// Per scenario: its goals, and whether some search of each variant
+    /// that held reached them (`None`: every search of it violated).
+    pub goals: Vec<(&'static str, Vec<GoalHit>)>,
+    /// Per engine: its memory model and the kinds of outcome it cannot
+    /// produce.
+    pub engines: Vec<(EngineKind, &'static str, Vec<&'static str>)>,
+    /// The needs of either variant some engine here is blind to, with the
+    /// variant's reason.
+    pub needs: Vec<(EngineKind, String)>,
+    /// The stand-ins whose accessors the variants' executions use (they
+    /// matter on engines with weak memory only).
+    pub stand_ins: Vec<StandIn>,
+}
+
+/// A review's findings.
+pub struct Review {
+    pub model: &'static str,
+    pub base: &'static Variant,
+    pub patched: &'static Variant,
+    pub cells: Vec<Cell>,
+    pub costs: Vec<Costs>,
+    pub coverage: Coverage,
+    pub budget: Budget,
+}
+
+impl Review {
+    /// PATCHED breaks something BASE holds.
+    pub fn breaks(&self) -> bool {
+        self.cells.iter().any(|c| c.change == Change::Breaks)
+    }
+
+    /// 0 when PATCHED holds wherever BASE holds, else 1.
+    pub fn exit_code(&self) -> i32 {
+        i32::from(self.breaks())
+    }
+}
+
+/// One kind of outcome per [`Need`] kind, in general words: what an engine
+/// blind to it can never show.
+const OUTCOMES: [(Need, &str); 5] = [
+    (
+        Need::WeakMemory(""),
+        "cannot show weak-memory outcomes (a missing or too weak barrier)",
+    ),
+    (
+        Need::LoadBuffering(""),
+        "cannot show load buffering (a load reading a store not yet executed)",
+    ),
+    (
+        Need::WeakLockState(""),
+        "cannot show a lock's state read out of order (spin_is_locked)",
+    ),
+    (
+        Need::LkmmOrdering(""),
+        "lacks LKMM's cumulative lock ordering: may raise false alarms",
+    ),
+    (
+        Need::AtomicRmw(""),
+        "may split an RMW with a plain store (tokio-rs/loom#254): false alarms",
+    ),
+];
+
+fn run(c: &Check, label: &str) -> Report {
+    let _line = crate::progress::Meter::start(label.to_string());
+    c.run()
+        .expect("a review searches, it does not replay a schedule")
+}
+
+fn classify(base: &Report, patched: &Report) -> Change {
+    match (
+        base.verdict == Verdict::Holds,
+        patched.verdict == Verdict::Holds,
+    ) {
+        (true, false) => Change::Breaks,
+        (false, true) => Change::Fixes,
+        (true, true) => Change::Same,
+        (false, false)
+            if base.invariant == patched.invariant && base.verdict == patched.verdict =>
+        {
+            Change::Same
+        }
+        (false, false) => Change::Differs,
+    }
+}
+
+fn check_of(req: &Request, v: &'static Variant, s: &'static Scenario, e: EngineKind) -> Check {
+    let mut c = Check::new(req.model, v, s, e).with_budget(&req.budget);
+    c.confidence = req.confidence;
+    c
+}
+
+fn cell(req: &Request, s: &'static Scenario, e: EngineKind) -> Cell {
+    let (b, p) = (
+        check_of(req, req.base, s, e),
+        check_of(req, req.patched, s, e),
+    );
+    let limit = b
+        .engine_limit()
+        .map(|why| format!("{}: {why}", req.base.name))
+        .or_else(|| {
+            p.engine_limit()
+                .map(|why| format!("{}: {why}", req.patched.name))
+        });
+    if let Some(why) = limit {
+        return Cell {
+            scenario: s,
+            engine: e,
+            change: Change::NotJudged,
+            runs: None,
+            not_judged: Some(why),
+        };
+    }
+    let label = |v: &Variant| format!("{}/{} [{}] {e}", req.model.name(), v.name, s.name);
+    let base = run(&b, &label(req.base));
+    let patched = run(&p, &label(req.patched));
+    Cell {
+        scenario: s,
+        engine: e,
+        change: classify(&base, &patched),
+        runs: Some((base, patched)),
+        not_judged: None,
+    }
+}
+
+fn per_call(c: &OpCost, k: Counter) -> f64 {
+    let n = c.get(k) as f64;
+    if c.calls == 0 {
+        n
+    } else {
+        n / c.calls as f64
+    }
+}
+
+/// The cost rows of two variants' canonical sequential executions.
+pub fn cost_rows(
+    a: &std::collections::BTreeMap<&'static str, OpCost>,
+    b: &std::collections::BTreeMap<&'static str, OpCost>,
+) -> Vec<CostRow> {
+    let ops: BTreeSet<&&'static str> = a.keys().chain(b.keys()).collect();
+    let empty = OpCost::default();
+    let mut rows = Vec::new();
+    for op in ops {
+        let (x, y) = (a.get(*op).unwrap_or(&empty), b.get(*op).unwrap_or(&empty));
+        for k in Counter::ALL {
+            let (px, py) = (per_call(x, k), per_call(y, k));
+            if px != 0.0 || py != 0.0 {
+                rows.push(CostRow {
+                    op,
+                    counter: k.name(),
+                    base: px,
+                    patched: py,
+                });
+            }
+        }
+    }
+    rows
+}
+
+fn sequential(model: &'static dyn Model, v: &Variant, s: &Scenario) -> Record {
+    let run = Run {
+        variant: v.name.to_string(),
+        scenario: s.name.to_string(),
+        input: Vec::new(),
+    };
+    engine::sequential(check::body_for(model, run)).record
+}
+
+fn coverage(req: &Request, cells: &[Cell], used: &BTreeSet<&'static str>) -> Coverage {
+    let goals = req
+        .scenarios
+        .iter()
+        .map(|s| {
+            let hit = |pick: fn(&(Report, Report)) -> &Report, g: &str| {
+                let held: Vec<&Report> = cells
+                    .iter()
+                    .filter(|c| c.scenario.name == s.name)
+                    .filter_map(|c| c.runs.as_ref().map(pick))
+                    .filter(|r| r.verdict != Verdict::Violates)
+                    .collect();
+                (!held.is_empty()).then(|| held.iter().any(|r| r.goals_hit.iter().any(|h| h == g)))
+            };
+            let rows = s
+                .goals
+                .iter()
+                .map(|g| (g.to_string(), hit(|r| &r.0, g), hit(|r| &r.1, g)))
+                .collect();
+            (s.name, rows)
+        })
+        .collect();
+    let engines = req
+        .engines
+        .iter()
+        .map(|&e| {
+            let blind = OUTCOMES
+                .iter()
+                .filter(|(n, _)| e.engine().blind_to(*n))
+                .map(|(_, what)| *what)
+                .collect();
+            (e, e.engine().memory_model(), blind)
+        })
+        .collect();
+    let mut needs = Vec::new();
+    for &e in &req.engines {
+        for v in [req.base, req.patched] {
+            for n in req.model.needs(v.name) {
+                if e.engine().blind_to(*n) {
+                    needs.push((e, format!("{}: {}", v.name, n.why())));
+                }
+            }
+        }
+    }
+    let stand_ins = stand_ins()
+        .into_iter()
+        .filter(|s| s.accessors.is_empty() || s.accessors.iter().any(|a| used.contains(a.as_str())))
+        .collect();
+    Coverage {
+        goals,
+        engines,
+        needs,
+        stand_ins,
+    }
+}
+
+/// Runs the review.
+pub fn review(req: &Request) -> Review {
+    let mut cells = Vec::new();
+    for s in &req.scenarios {
+        for &e in &req.engines {
+            cells.push(cell(req, s, e));
+        }
+    }
+    cells.sort_by_key(|c| c.change);
+    let mut costs = Vec::new();
+    let mut used = BTreeSet::new();
+    for s in &req.scenarios {
+        let (a, b) = (
+            sequential(req.model, req.base, s),
+            sequential(req.model, req.patched, s),
+        );
+        accessors(&a, &mut used);
+        accessors(&b, &mut used);
+        costs.push(Costs {
+            scenario: s.name,
+            rows: cost_rows(&a.costs, &b.costs),
+        });
+    }
+    let weak_memory = req
+        .engines
+        .iter()
+        .any(|e| !e.engine().blind_to(Need::WeakMemory("")));
+    let mut coverage = coverage(req, &cells, &used);
+    if !weak_memory {
+        coverage.stand_ins.clear();
+    }
+    Review {
+        model: req.model.name(),
+        base: req.base,
+        patched: req.patched,
+        cells,
+        costs,
+        coverage,
+        budget: req.budget.clone(),
+    }
+}
+
+// --- words shared by the text and markdown reports --------------------------------
+
+fn verdict(r: &Report) -> String {
+    match (&r.verdict, &r.invariant) {
+        (Verdict::Violates, Some(inv)) => format!("violates {inv}"),
+        (v, _) => v.to_string(),
+    }
+}
+
+/// How far a search went, in a few words.
+fn search(r: &Report) -> String {
+    let bound = |b: Option<usize>| b.map_or(String::new(), |b| format!(", bound {b}"));
+    if shard::samples(r.engine) {
+        let seeds = if r.seeds > 1 {
+            format!(" +{} seeds", r.seeds - 1)
+        } else {
+            String::new()
+        };
+        let how = if r.verdict == Verdict::Violates {
+            "found"
+        } else {
+            "sampled"
+        };
+        return format!("{how}, seed {}{seeds}", r.seed);
+    }
+    match (r.verdict, r.exhaustive) {
+        (Verdict::Violates, _) => match r.max_preemptions {
+            Some(b) => format!("found at bound {b}"),
+            None => "found".to_string(),
+        },
+        (_, true) => format!("exhaustive{}", bound(r.max_preemptions)),
+        (_, false) => format!("capped{}", bound(r.max_preemptions)),
+    }
+}
+
+fn headline(rv: &Review) -> String {
+    let n = |c: Change| rv.cells.iter().filter(|x| x.change == c).count();
+    let (breaks, fixes, differs, same, na) = (
+        n(Change::Breaks),
+        n(Change::Fixes),
+        n(Change::Differs),
+        n(Change::Same),
+        n(Change::NotJudged),
+    );
+    let verdict = if breaks > 0 {
+        format!("PATCHED breaks {breaks} check(s) that BASE holds (exit 1).")
+    } else {
+        "PATCHED holds everywhere BASE holds (exit 0).".to_string()
+    };
+    format!(
+        "{verdict}\nChecks: {breaks} new violation(s), {fixes} fixed, {differs} different, \
+         {same} same, {na} not judged."
+    )
+}
+
+fn stands_in_text(s: &StandIn) -> String {
+    format!("{} as {}: {}", s.kernel, s.here, s.direction).replace('→', "->")
+}
+
+/// Whether `e` states a per-run guarantee (PCT).
+fn guarantees(e: EngineKind) -> bool {
+    e.engine().per_run_guarantee(Shape::default(), 1).is_some()
+}
+
+/// The weakest guarantee of `e`'s searches of either variant: the largest
+/// miss probability, with its scenario.
+fn worst_confidence(rv: &Review, e: EngineKind) -> Option<(&'static str, check::Confidence)> {
+    rv.cells
+        .iter()
+        .filter(|c| c.engine == e)
+        .filter_map(|c| Some((c.scenario.name, c.runs.as_ref()?)))
+        .flat_map(|(s, (b, p))| [(s, b), (s, p)])
+        .filter(|(_, r)| r.verdict == Verdict::Holds)
+        .filter_map(|(s, r)| Some((s, r.confidence()?)))
+        .max_by(|a, b| a.1.miss.total_cmp(&b.1.miss))
+}
+
+fn wrap_into(out: &mut String, indent: &str, text: &str) {
+    for l in render::wrap(text, render::WIDTH - indent.len()) {
+        let _ = writeln!(out, "{indent}{l}");
+    }
+}
+
+// --- text ------------------------------------------------------------------------
+
+/// The report as plain text within 80 columns.
+pub fn text(rv: &Review) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "vfsmc review {}: BASE {} vs PATCHED {}",
+        rv.model, rv.base.name, rv.patched.name
+    );
+    wrap_into(&mut out, "  ", &format!("BASE:    {}", rv.base.kernel));
+    wrap_into(&mut out, "  ", &format!("PATCHED: {}", rv.patched.kernel));
+    out.push('\n');
+    for l in headline(rv).lines() {
+        wrap_into(&mut out, "", l);
+    }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "{:<16} {:<27} {:>7}  {:<20} {:>5}",
+        "VERDICTS", "verdict", "runs", "search", "secs"
+    );
+    let _ = writeln!(out, "{}", "-".repeat(80));
+    for c in &rv.cells {
+        let _ = writeln!(
+            out,
+            "{:<6} {} / {}",
+            c.change.mark(),
+            c.scenario.name,
+            c.engine
+        );
+        match (&c.runs, &c.not_judged) {
+            (Some((b, p)), _) => {
+                for (side, r) in [("BASE", b), ("PATCHED", p)] {
+                    let _ = writeln!(
+                        out,
+                        "       {side:<9} {:<27} {:>7}  {:<20} {:>5.1}",
+                        verdict(r),
+                        r.executions,
+                        search(r),
+                        r.seconds
+                    );
+                }
+            }
+            (None, Some(why)) => wrap_into(&mut out, "       ", &format!("not judged: {why}")),
+            (None, None) => {}
+        }
+    }
+    new_violations_text(rv, &mut out);
+    costs_text(rv, &mut out);
+    coverage_text(rv, &mut out);
+    out
+}
+
+fn new_violations_text(rv: &Review, out: &mut String) {
+    let new: Vec<&Report> = rv
+        .cells
+        .iter()
+        .filter(|c| matches!(c.change, Change::Breaks | Change::Differs))
+        .filter_map(|c| c.runs.as_ref().map(|r| &r.1))
+        .collect();
+    if new.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nNEW VIOLATIONS (PATCHED)");
+    for r in new {
+        let _ = writeln!(out, "{}", "=".repeat(80));
+        wrap_into(
+            out,
+            "",
+            &format!(
+                "{} on {} / {}: {} executions, {}",
+                verdict(r),
+                r.scenario,
+                r.engine,
+                r.executions,
+                search(r)
+            ),
+        );
+        if let Some(rec) = &r.record {
+            out.push('\n');
+            out.push_str(&render::text_trace(rec));
+        }
+        let _ = writeln!(out, "\nreplay: {}", r.replay_line());
+    }
+}
+
+fn num(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+fn costs_text(rv: &Review, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "\nCOSTS per call, canonical sequential execution (* changed)"
+    );
+    let mut same = Vec::new();
+    for c in &rv.costs {
+        if !c.rows.iter().any(CostRow::changed) {
+            same.push(c.scenario);
+            continue;
+        }
+        let _ = writeln!(out, "{}", "-".repeat(80));
+        let _ = writeln!(out, "[{}]", c.scenario);
+        let _ = writeln!(
+            out,
+            "  {:<24} {:<15} {:>12} {:>12}",
+            "operation", "counter", "BASE", "PATCHED"
+        );
+        for r in &c.rows {
+            let mark = if r.changed() { '*' } else { ' ' };
+            let _ = writeln!(
+                out,
+                "{mark} {:<24} {:<15} {:>12} {:>12}",
+                r.op,
+                r.counter,
+                num(r.base),
+                num(r.patched)
+            );
+        }
+    }
+    if !same.is_empty() {
+        let _ = writeln!(out, "{}", "-".repeat(80));
+        wrap_into(out, "", &format!("identical costs on: {}", same.join(", ")));
+    }
+}
+
+fn goals_line(goals: &[GoalHit]) -> String {
+    if goals.is_empty() {
+        return "no goals declared".to_string();
+    }
+    let side = |name: &str, hit: Option<bool>| match hit {
+        Some(true) => format!("{name} reached it"),
+        Some(false) => format!("{name} NEVER reached it"),
+        None => format!("{name} violated first"),
+    };
+    goals
+        .iter()
+        .map(|(g, b, p)| match (b, p) {
+            (Some(true), Some(true)) => format!("{g} reached"),
+            (Some(false), Some(false)) => format!("{g} NEVER reached"),
+            _ => format!("{g}: {}, {}", side("BASE", *b), side("PATCHED", *p)),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn coverage_text(rv: &Review, out: &mut String) {
+    let cov = &rv.coverage;
+    let _ = writeln!(out, "\nWHAT THIS COVERS");
+    let _ = writeln!(out, "{}", "-".repeat(80));
+    let _ = writeln!(out, "Scenarios (goals some search reached):");
+    for (s, goals) in &cov.goals {
+        wrap_into(out, "  ", &format!("{s}: {}", goals_line(goals)));
+    }
+    let _ = writeln!(out, "Bounds:");
+    for line in bounds(rv) {
+        wrap_into(out, "  ", &line);
+    }
+    let _ = writeln!(out, "Engines and what they cannot see:");
+    for (e, memory, blind) in &cov.engines {
+        wrap_into(out, "  ", &format!("{e}: {memory}."));
+        for b in blind {
+            wrap_into(out, "    ", &format!("- {b}"));
+        }
+    }
+    for (e, why) in &cov.needs {
+        wrap_into(out, "  ", &format!("{e} cannot judge {why}"));
+    }
+    if !cov.stand_ins.is_empty() {
+        let _ = writeln!(
+            out,
+            "C11 stand-ins for LKMM in these executions (model/src/kernel/atomic.rs):"
+        );
+        for s in &cov.stand_ins {
+            wrap_into(out, "  ", &format!("- {}", stands_in_text(s)));
+        }
+    }
+}
+
+/// The bounds of the searches, one line per engine.
+fn bounds(rv: &Review) -> Vec<String> {
+    let mut out = Vec::new();
+    let engines: BTreeSet<EngineKind> = rv.cells.iter().map(|c| c.engine).collect();
+    for e in engines {
+        let runs: Vec<&Report> = rv
+            .cells
+            .iter()
+            .filter(|c| c.engine == e)
+            .filter_map(|c| c.runs.as_ref())
+            .flat_map(|(b, p)| [b, p])
+            .collect();
+        if runs.is_empty() {
+            continue;
+        }
+        if shard::samples(e) {
+            let total: usize = runs.iter().map(|r| r.executions).sum();
+            let mut line = format!(
+                "{e}: {} runs per search (seed {}), {total} executions in all",
+                rv.budget.iterations, rv.budget.seed
+            );
+            if guarantees(e) {
+                line.push_str(&format!(", depth {}", rv.budget.pct_depth));
+            }
+            out.push(line);
+            if let Some((s, c)) = worst_confidence(rv, e) {
+                out.push(format!(
+                    "{e}: weakest guarantee of a search that held ({s}): n={} threads, k={} steps, p >= {} per run; a \
+                     depth-{} bug is missed by all {} runs with probability <= {}",
+                    c.shape.threads,
+                    c.shape.steps,
+                    check::sci(c.per_run),
+                    c.depth,
+                    c.runs,
+                    check::sci(c.miss)
+                ));
+            }
+        } else {
+            let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+            for c in rv.cells.iter().filter(|c| c.engine == e) {
+                let Some((b, _)) = &c.runs else { continue };
+                let what = search(b);
+                match groups.iter_mut().find(|(w, _)| *w == what) {
+                    Some((_, names)) => names.push(c.scenario.name),
+                    None => groups.push((what, vec![c.scenario.name])),
+                }
+            }
+            for (what, names) in groups {
+                out.push(format!("{e} (BASE): {what} on {}", names.join(", ")));
+            }
+        }
+    }
+    out
+}
+
+// --- markdown --------------------------------------------------------------------
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// The report as GitHub-flavoured markdown.
+pub fn markdown(rv: &Review) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "### vfsmc review `{}`: BASE `{}` vs PATCHED `{}`\n",
+        rv.model, rv.base.name, rv.patched.name
+    );
+    let _ = writeln!(out, "- BASE: {}", rv.base.kernel);
+    let _ = writeln!(out, "- PATCHED: {}\n", rv.patched.kernel);
+    let bold: Vec<String> = headline(rv).lines().map(|l| format!("**{l}**")).collect();
+    let _ = writeln!(out, "{}\n", bold.join("  \n"));
+    let _ = writeln!(
+        out,
+        "| change | scenario | engine | BASE | PATCHED | executions (B / P) | search (B / P) | seconds (B / P) |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---:|---|---:|");
+    for c in &rv.cells {
+        match (&c.runs, &c.not_judged) {
+            (Some((b, p)), _) => {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} / {} | {} / {} | {:.1} / {:.1} |",
+                    if c.change == Change::Breaks {
+                        "**NEW**".to_string()
+                    } else {
+                        c.change.mark().to_string()
+                    },
+                    c.scenario.name,
+                    c.engine,
+                    verdict(b),
+                    verdict(p),
+                    b.executions,
+                    p.executions,
+                    search(b),
+                    search(p),
+                    b.seconds,
+                    p.seconds
+                );
+            }
+            (None, why) => {
+                let _ = writeln!(
+                    out,
+                    "| n/a | {} | {} | not judged: {} | | | | |",
+                    c.scenario.name,
+                    c.engine,
+                    md_escape(why.as_deref().unwrap_or(""))
+                );
+            }
+        }
+    }
+    for c in rv
+        .cells
+        .iter()
+        .filter(|c| matches!(c.change, Change::Breaks | Change::Differs))
+    {
+        let Some((_, r)) = &c.runs else { continue };
+        let _ = writeln!(
+            out,
+            "\n#### New violation: `{}` on `{}` / {}\n",
+            r.invariant.as_deref().unwrap_or("?"),
+            r.scenario,
+            r.engine
+        );
+        if let Some(rec) = &r.record {
+            let _ = writeln!(out, "```\n{}```", render::text_trace(rec));
+        }
+        let _ = writeln!(out, "\nReplay: `{}`", r.replay_line());
+    }
+    let _ = writeln!(
+        out,
+        "\n#### Costs per call (canonical sequential execution; changed in bold)\n"
+    );
+    let mut same = Vec::new();
+    for c in &rv.costs {
+        if !c.rows.iter().any(CostRow::changed) {
+            same.push(c.scenario);
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "`{}`\n\n| operation | counter | BASE | PATCHED |\n|---|---|---:|---:|",
+            c.scenario
+        );
+        for r in &c.rows {
+            let (b, p) = (num(r.base), num(r.patched));
+            if r.changed() {
+                let _ = writeln!(
+                    out,
+                    "| **{}** | **{}** | **{b}** | **{p}** |",
+                    r.op, r.counter
+                );
+            } else {
+                let _ = writeln!(out, "| {} | {} | {b} | {p} |", r.op, r.counter);
+            }
+        }
+        out.push('\n');
+    }
+    if !same.is_empty() {
+        let _ = writeln!(out, "Identical costs on: {}.\n", same.join(", "));
+    }
+    let cov = &rv.coverage;
+    let _ = writeln!(out, "#### What this covers\n");
+    for (s, goals) in &cov.goals {
+        let _ = writeln!(out, "- `{s}`: {}", goals_line(goals));
+    }
+    for line in bounds(rv) {
+        let _ = writeln!(out, "- {line}");
+    }
+    for (e, memory, blind) in &cov.engines {
+        let _ = writeln!(out, "- {e}: {memory}.");
+        for b in blind {
+            let _ = writeln!(out, "  - {b}");
+        }
+    }
+    for (e, why) in &cov.needs {
+        let _ = writeln!(out, "- {e} cannot judge {why}");
+    }
+    if !cov.stand_ins.is_empty() {
+        let _ = writeln!(out, "- C11 stand-ins for LKMM in these executions:");
+        for s in &cov.stand_ins {
+            let _ = writeln!(out, "  - {}", stands_in_text(s));
+        }
+    }
+    out
+}
+
+// --- JSON ------------------------------------------------------------------------
+
+/// The report as one JSON object.
+pub fn json(rv: &Review) -> Value {
+    let cells: Vec<Value> = rv
+        .cells
+        .iter()
+        .map(|c| {
+            json!({
+                "scenario": c.scenario.name,
+                "engine": c.engine.name(),
+                "change": c.change.mark().to_lowercase(),
+                "not_judged": c.not_judged,
+                "base": c.runs.as_ref().map(|r| r.0.json()),
+                "patched": c.runs.as_ref().map(|r| r.1.json()),
+            })
+        })
+        .collect();
+    let costs: Vec<Value> = rv
+        .costs
+        .iter()
+        .map(|c| {
+            let rows: Vec<Value> = c
+                .rows
+                .iter()
+                .map(|r| {
+                    json!({
+                        "operation": r.op, "counter": r.counter,
+                        "base": r.base, "patched": r.patched, "changed": r.changed(),
+                    })
+                })
+                .collect();
+            json!({ "scenario": c.scenario, "rows": rows })
+        })
+        .collect();
+    let cov = &rv.coverage;
+    json!({
+        "model": rv.model,
+        "base": rv.base.name,
+        "patched": rv.patched.name,
+        "breaks": rv.breaks(),
+        "exit": rv.exit_code(),
+        "cells": cells,
+        "costs": costs,
+        "coverage": {
+            "goals": cov.goals.iter().map(|(s, g)| json!({
+                "scenario": s,
+                "goals": g.iter().map(|(name, b, p)| json!({
+                    "goal": name, "base": b, "patched": p
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "bounds": bounds(rv),
+            "engines": cov.engines.iter().map(|(e, m, blind)| json!({
+                "engine": e.name(), "memory_model": m, "blind_to": blind,
+            })).collect::<Vec<_>>(),
+            "needs": cov.needs.iter().map(|(e, why)| json!({
+                "engine": e.name(), "cannot_judge": why,
+            })).collect::<Vec<_>>(),
+            "stand_ins": cov.stand_ins.iter().map(|s| json!({
+                "kernel": s.kernel, "here": s.here, "direction": s.direction,
+            })).collect::<Vec<_>>(),
+        },
+    })
+}
