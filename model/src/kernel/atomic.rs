@@ -143,6 +143,15 @@ impl Atomic {
         });
         v
     }
+    /// READ_ONCE of a pointer the reader then dereferences (`d_parent`,
+    /// `d_inode`): the kernel relies on the address dependency to order the
+    /// dereference after the load; modelled as acquire, as
+    /// [`Atomic::rcu_dereference`] is. A relaxed load here would let the
+    /// reader touch an object whose initialisation it has not seen (loom
+    /// stops such an execution as a causality violation).
+    pub fn read_once_ptr(&self, t: &Task) -> u64 {
+        self.load(t, Ordering::Acquire, "READ_ONCE")
+    }
     /// WRITE_ONCE: a single-copy-atomic store, no ordering.
     pub fn write_once(&self, t: &Task, v: u64) {
         self.store(t, v, Ordering::Relaxed)

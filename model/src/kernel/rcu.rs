@@ -3,9 +3,17 @@
 //! consolidation).
 //!
 //! Readers announce themselves in a per-reader word; `synchronize_rcu` waits
-//! for every reader that was inside a read-side section when it started (the
-//! userspace-RCU "memory barrier" flavour: SC fences around the announcement,
-//! which gives the LKMM RCU guarantee under C11).
+//! for every reader that was inside a read-side section when it started.
+//! Entry and exit are read-modify-writes of the reader's own word (acquire,
+//! release), and the grace period reads each word with a read-modify-write
+//! too, so the two are ordered on the word: a grace period that reads it
+//! before the entry synchronises with the reader (the section sees every
+//! store before the grace period), one that reads it after waits for the
+//! exit, whose release orders the section before the grace period's end.
+//! That is the LKMM RCU guarantee without a fence in the reader: the
+//! kernel's rcu_read_lock is no barrier, and an SC fence there (loom orders
+//! all SC fences totally) would hide every weak-memory outcome a reader can
+//! see of a writer that also fences (`smp_mb`, spinlocks, another reader).
 //!
 //! Since v4.20 the flavours are one: a region with preemption disabled, IRQs
 //! disabled or a spinlock held (which disables preemption) is a read-side
@@ -138,10 +146,7 @@ impl Rcu {
         if depth == 0 {
             t.engine_op();
             let _s = exec::atomic_section();
-            let r = &self.0.readers[self.slot(t)];
-            let v = r.load(Ordering::Relaxed);
-            r.store(v + 1, Ordering::Relaxed);
-            sync::fence(Ordering::SeqCst);
+            self.0.readers[self.slot(t)].fetch_add(1, Ordering::Acquire);
         }
         t.step(Effect::RcuRead { lock: true });
     }
@@ -156,10 +161,7 @@ impl Rcu {
         if depth == 1 {
             t.engine_op();
             let _s = exec::atomic_section();
-            sync::fence(Ordering::SeqCst);
-            let r = &self.0.readers[self.slot(t)];
-            let v = r.load(Ordering::Relaxed);
-            r.store(v + 1, Ordering::Release);
+            self.0.readers[self.slot(t)].fetch_add(1, Ordering::Release);
         }
         t.step(Effect::RcuRead { lock: false });
     }
@@ -195,11 +197,11 @@ impl Rcu {
         t.might_sleep("synchronize_rcu", None);
         t.engine_op();
         sync::fence(Ordering::SeqCst);
-        let nreaders = ghost(&self.0.names).len();
         let mut waited = 0u32;
-        for i in 0..nreaders {
-            let r = &self.0.readers[i];
-            if Self::wait_for(r, r.load(Ordering::Acquire)) {
+        // Every slot, claimed or not: a task that enters its first section
+        // after this grace period must synchronise with it too.
+        for (i, r) in self.0.readers.iter().enumerate() {
+            if Self::wait_for(r, r.fetch_add(0, Ordering::AcqRel)) {
                 waited |= 1 << ghost(&self.0.names)[i];
             }
         }

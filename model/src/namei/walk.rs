@@ -120,7 +120,7 @@ impl<'a> Walk<'a> {
                 let s = fs.seq.read_seqbegin(self.t);
                 self.nd.path = fs.pwd;
                 let d = self.vfs.dentries.get(self.t, fs.pwd.dentry);
-                self.nd.inode = d.d_inode.read_once(self.t);
+                self.nd.inode = d.d_inode.read_once_ptr(self.t);
                 self.nd.seq = d.d_seq.read_seqcount_begin(self.t);
                 if !fs.seq.read_seqretry(self.t, s) {
                     return;
@@ -130,7 +130,7 @@ impl<'a> Walk<'a> {
         self.nd.path = fs.pwd;
         self.path_get(fs.pwd);
         let d = self.vfs.dentries.get(self.t, fs.pwd.dentry);
-        self.nd.inode = d.d_inode.read_once(self.t);
+        self.nd.inode = d.d_inode.read_once_ptr(self.t);
     }
 
     /// fs/namei.c:set_root (7.3): the task's root, sampled under `fs->seq`
@@ -162,7 +162,7 @@ impl<'a> Walk<'a> {
         let rd = self.vfs.dentries.get(self.t, root.dentry);
         if self.nd.rcu() {
             self.nd.path = root;
-            self.nd.inode = rd.d_inode.read_once(self.t);
+            self.nd.inode = rd.d_inode.read_once_ptr(self.t);
             self.nd.seq = self.nd.root_seq;
             if rd.d_seq.read_seqcount_retry(self.t, self.nd.seq) {
                 return Err(Errno::ECHILD);
@@ -171,7 +171,7 @@ impl<'a> Walk<'a> {
             self.path_put(self.nd.path);
             self.nd.path = root;
             self.path_get(root);
-            self.nd.inode = rd.d_inode.read_once(self.t);
+            self.nd.inode = rd.d_inode.read_once_ptr(self.t);
         }
         self.nd.state |= ND_JUMPED;
         Ok(())
@@ -310,7 +310,7 @@ impl<'a> Walk<'a> {
             .dentries
             .get(self.t, parent)
             .d_inode
-            .read_once(self.t);
+            .read_once_ptr(self.t);
         let inode = self.vfs.inodes.get(self.t, dir);
         let g = inode.i_rwsem.down_read(self.t);
         let found = match self.vfs.d_lookup(self.t, parent, self.nd.last) {
@@ -334,7 +334,7 @@ impl<'a> Walk<'a> {
         if !(self.nd.rcu() && plain) {
             return self.step_into_slowpath(flags, dentry);
         }
-        let inode = de.d_inode.read_once(self.t);
+        let inode = de.d_inode.read_once_ptr(self.t);
         if de.d_seq.read_seqcount_retry(self.t, self.nd.next_seq) {
             self.t.tracepoint("child_seq_changed");
             return Err(Errno::ECHILD);
@@ -356,7 +356,7 @@ impl<'a> Walk<'a> {
         let _f = self.t.enter("step_into_slowpath");
         let path = self.handle_mounts(dentry)?;
         let de = self.vfs.dentries.get(self.t, path.dentry);
-        let inode = de.d_inode.read_once(self.t);
+        let inode = de.d_inode.read_once_ptr(self.t);
         let symlink = de.d_flags.read_once(self.t) & DCACHE_ENTRY_TYPE == DCACHE_SYMLINK_TYPE;
         let follow = symlink
             && !(flags & WALK_TRAILING != 0 && self.nd.flags & LOOKUP_FOLLOW == 0)
@@ -585,7 +585,7 @@ impl<'a> Walk<'a> {
             return Ok(cur);
         }
         let de = self.vfs.dentries.get(self.t, cur);
-        let parent = de.d_parent.read_once(self.t);
+        let parent = de.d_parent.read_once_ptr(self.t);
         let pd = self.vfs.dentries.get(self.t, parent);
         self.nd.next_seq = pd.d_seq.read_seqcount_begin(self.t);
         if de.d_seq.read_seqcount_retry(self.t, self.nd.seq) {

@@ -265,7 +265,7 @@ impl Vfs {
         let de = self.dentries.get(t, d);
         self.rcu.rcu_read_lock(t);
         let seq = de.d_seq.raw_seqcount_begin(t);
-        let ret = de.d_parent.read_once(t);
+        let ret = de.d_parent.read_once_ptr(t);
         let got = self.dentries.get(t, ret).d_lockref.lockref_get_not_zero(t);
         self.rcu.rcu_read_unlock(t);
         if got {
@@ -283,7 +283,7 @@ impl Vfs {
         }
         loop {
             self.rcu.rcu_read_lock(t);
-            let ret = de.d_parent.read_once(t);
+            let ret = de.d_parent.read_once_ptr(t);
             let pe = self.dentries.get(t, ret);
             let g = pe.d_lockref.lock(t);
             if de.d_parent.read_once(t) == ret {
