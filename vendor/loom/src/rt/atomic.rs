@@ -110,9 +110,13 @@ pub(super) struct State {
     /// access to the cell.
     is_mutating: bool,
 
-    /// Last time the atomic was accessed. This tracks the dependent access for
-    /// the DPOR algorithm.
-    last_access: Option<Access>,
+    /// Last time each thread accessed the atomic, indexed by thread id. A
+    /// store or RMW depends on every access, and the latest one that does not
+    /// happen-before it is the last access of *some* thread, so DPOR needs
+    /// one per thread (vfsmc patch: with a single `last_access`, a thread
+    /// that loads and then stores hid every other thread's earlier load
+    /// behind its own load, tokio-rs/loom#166 and #392).
+    last_access: [Option<Access>; MAX_THREADS],
 
     /// Last time the atomic was accessed for a store or rmw operation.
     last_non_load_access: Option<Access>,
@@ -410,7 +414,7 @@ impl State {
             unsync_mut_at: VersionVec::new(),
             unsync_mut_locations: LocationSet::new(),
             is_mutating: false,
-            last_access: None,
+            last_access: Default::default(),
             last_non_load_access: None,
             stores: Default::default(),
             cnt: 0,
@@ -824,18 +828,34 @@ impl State {
         one.iter_mut().chain(two.iter_mut())
     }
 
-    /// Returns the last dependent access
-    pub(super) fn last_dependent_access(&self, action: Action) -> Option<&Access> {
-        match action {
-            Action::Load => self.last_non_load_access.as_ref(),
-            _ => self.last_access.as_ref(),
-        }
+    /// Every access that `action` depends on whose clock a new access must
+    /// join: the last store or RMW for a load, the last access of every
+    /// thread for a store or RMW.
+    pub(super) fn dependent_accesses(&self, action: Action) -> impl Iterator<Item = &Access> {
+        let (last_store, per_thread): (_, &[Option<Access>]) = match action {
+            Action::Load => (self.last_non_load_access.as_ref(), &[]),
+            _ => (None, &self.last_access),
+        };
+        last_store.into_iter().chain(per_thread.iter().flatten())
     }
 
-    /// Sets the last dependent access
-    pub(super) fn set_last_access(&mut self, action: Action, path_id: usize, version: &VersionVec) {
-        // Always set `last_access`
-        Access::set_or_create(&mut self.last_access, path_id, version);
+    /// The latest access that `action` depends on and that does not
+    /// happen-before `version`: the race DPOR backtracks to.
+    pub(super) fn racing_access(&self, action: Action, version: &VersionVec) -> Option<&Access> {
+        self.dependent_accesses(action)
+            .filter(|access| !access.happens_before(version))
+            .max_by_key(|access| access.path_id())
+    }
+
+    /// Records an access by `thread`.
+    pub(super) fn set_last_access(
+        &mut self,
+        action: Action,
+        thread: thread::Id,
+        path_id: usize,
+        version: &VersionVec,
+    ) {
+        Access::set_or_create(&mut self.last_access[thread.as_usize()], path_id, version);
 
         match action {
             Action::Load => {}

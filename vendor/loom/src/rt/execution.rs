@@ -145,13 +145,10 @@ impl Execution {
                 None => continue,
             };
 
-            if let Some(access) = self.objects.last_dependent_access(operation) {
-                if access.happens_before(&th.dpor_vv) {
-                    // The previous access happened before this access, thus
-                    // there is no race.
-                    continue;
-                }
-
+            // The latest dependent access that did not happen before this
+            // one races with it (vfsmc patch: not merely the last dependent
+            // access, which may be this thread's own).
+            if let Some(access) = self.objects.racing_access(operation, &th.dpor_vv) {
                 // Get the point to backtrack to
                 let point = access.path_id();
 
@@ -229,14 +226,13 @@ impl Execution {
             let threads = &mut self.threads;
             let th_id = threads.active_id();
 
-            if let Some(access) = self.objects.last_dependent_access(operation) {
-                threads.active_mut().dpor_vv.join(access.version());
-            }
+            self.objects
+                .join_dependent_accesses(operation, &mut threads.active_mut().dpor_vv);
 
             threads.active_mut().dpor_vv[th_id] += 1;
 
             self.objects
-                .set_last_access(operation, path_id, &threads.active().dpor_vv);
+                .set_last_access(operation, th_id, path_id, &threads.active().dpor_vv);
         }
 
         // Reactivate yielded threads, but only if the current active thread is

@@ -208,10 +208,42 @@ impl<T> Store<T> {
 }
 
 impl Store {
-    pub(super) fn last_dependent_access(&self, operation: Operation) -> Option<&Access> {
+    /// The latest access `operation` depends on that does not happen-before
+    /// `version`: the race DPOR backtracks to (vfsmc patch, see
+    /// `rt::atomic::State::last_access`).
+    pub(super) fn racing_access(
+        &self,
+        operation: Operation,
+        version: &VersionVec,
+    ) -> Option<&Access> {
+        match &self.entries[operation.obj.index] {
+            Entry::Atomic(entry) => entry.racing_access(operation.action.into(), version),
+            _ => self
+                .last_dependent_access(operation)
+                .filter(|access| !access.happens_before(version)),
+        }
+    }
+
+    /// Joins the clock of every access `operation` depends on into `version`.
+    pub(super) fn join_dependent_accesses(&self, operation: Operation, version: &mut VersionVec) {
+        match &self.entries[operation.obj.index] {
+            Entry::Atomic(entry) => {
+                for access in entry.dependent_accesses(operation.action.into()) {
+                    version.join(access.version());
+                }
+            }
+            _ => {
+                if let Some(access) = self.last_dependent_access(operation) {
+                    version.join(access.version());
+                }
+            }
+        }
+    }
+
+    fn last_dependent_access(&self, operation: Operation) -> Option<&Access> {
         match &self.entries[operation.obj.index] {
             Entry::Arc(entry) => entry.last_dependent_access(operation.action.into()),
-            Entry::Atomic(entry) => entry.last_dependent_access(operation.action.into()),
+            Entry::Atomic(_) => unreachable!("atomics keep one dependent access per thread"),
             Entry::Mutex(entry) => entry.last_dependent_access(),
             Entry::Condvar(entry) => entry.last_dependent_access(),
             Entry::Notify(entry) => entry.last_dependent_access(),
@@ -227,13 +259,14 @@ impl Store {
     pub(super) fn set_last_access(
         &mut self,
         operation: Operation,
+        thread: rt::thread::Id,
         path_id: usize,
         dpor_vv: &VersionVec,
     ) {
         match &mut self.entries[operation.obj.index] {
             Entry::Arc(entry) => entry.set_last_access(operation.action.into(), path_id, dpor_vv),
             Entry::Atomic(entry) => {
-                entry.set_last_access(operation.action.into(), path_id, dpor_vv)
+                entry.set_last_access(operation.action.into(), thread, path_id, dpor_vv)
             }
             Entry::Mutex(entry) => entry.set_last_access(path_id, dpor_vv),
             Entry::Condvar(entry) => entry.set_last_access(path_id, dpor_vv),
