@@ -17,6 +17,23 @@
 //! a store that already ran. Where that cannot reproduce the documented
 //! verdict, the test says why in [`LitmusTest::loom`]; the test suite keeps it
 //! `#[ignore]`d with that reason (it still runs with `--ignored`).
+//!
+//! # vfsmc engine probes
+//!
+//! The last tests are not the kernel's: they are vfsmc's own probes of the
+//! engines, named `probe-…`, with [`PROBE`] for a directory. Each is a shape
+//! an engine once got wrong, written and judged like any other litmus test,
+//! so a regression in an engine (or an engine upgrade) shows up as a verdict
+//! that differs. The four below probe loom's DPOR: loom 0.7.3 kept one last
+//! access per atomic, so when a thread loads a location and then stores to it
+//! (the kernel's flag update: `READ_ONCE` the flags, then store or `cmpxchg`
+//! new ones, as fs/dcache.c:__d_set_inode_and_type does with
+//! `smp_store_release`, vfs-7.3-rc5.fixes), the store was compared with that
+//! thread's own load only, and a reader that ran earlier was never moved
+//! after the store (tokio-rs/loom#166, #392). vfsmc's loom is patched
+//! (`vendor/loom/VFSMC-PATCHES.md`); these probes are what the patch must
+//! find. The probes use plain `WRITE_ONCE` flag stores so that the outcome
+//! is allowed: they test the engine's search, not the kernel's ordering.
 
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -162,9 +179,13 @@ impl LoomLimit {
 /// A litmus test as the kernel documents it.
 pub struct LitmusTest {
     pub name: &'static str,
-    /// Directory of the `.litmus` file in the kernel tree.
+    /// Directory of the `.litmus` file in the kernel tree, or [`PROBE`].
     pub dir: &'static str,
     pub result: Documented,
+    /// Whether the `Sometimes` outcome needs weak memory (every kernel
+    /// test's does; a probe's may be reachable under sequential consistency,
+    /// and then shuttle must observe it too).
+    pub weak: bool,
     /// Initial values of `x`, `y`, `z`.
     pub init: [u64; 3],
     /// Whether `y` holds a pointer (`&x`, `&z`).
@@ -183,6 +204,10 @@ const TOOLS: &str = "tools/memory-model/litmus-tests";
 const ATOMIC: &str = "Documentation/litmus-tests/atomic";
 const LOCKING: &str = "Documentation/litmus-tests/locking";
 const RCU: &str = "Documentation/litmus-tests/rcu";
+/// The directory of vfsmc's own engine probes (see the module doc).
+pub const PROBE: &str = "vfsmc engine probe";
+/// The clause of the message-passing probes.
+const PROBE_MP: &str = "0:r0=1 /\\ 0:r1=0 /\\ 1:r2=1 /\\ 1:r3=2";
 
 const NO_LB: &str =
     "loom never lets a load read from a store that has not run yet (no load buffering)";
@@ -802,6 +827,78 @@ fn rcu_read_exists(o: &Outcome) -> bool {
     o.r(1, "r0") == 1 && o.r(1, "r1") == 0
 }
 
+// --- vfsmc engine probes: a thread loads, then stores, the same location --
+//
+// P0 runs first when nothing preempts it. Two handshakes on `z` make the
+// outcome need P0 preempted twice: P1 reads P0's first store to `z` before
+// its update, and P0's second store to `z` after it. Without them loom 0.7.3
+// still found these outcomes at preemption bound 1, by the extra backtrack
+// point its bounded search adds at the previous context switch, and missed
+// them only unbounded; with them it misses them at every bound.
+
+fn probe_reader_p0(m: &Mem, t: &Task) -> Regs {
+    m.z.write_once(t, 1);
+    let r0 = m.y.read_once(t);
+    let r1 = m.x.read_once(t);
+    m.z.write_once(t, 2);
+    vec![("r0", r0), ("r1", r1)]
+}
+fn probe_mp_exists(o: &Outcome) -> bool {
+    o.r(0, "r0") == 1 && o.r(0, "r1") == 0 && o.r(1, "r2") == 1 && o.r(1, "r3") == 2
+}
+/// P1: `update` between the handshakes.
+fn probe_writer(m: &Mem, t: &Task, update: fn(&Mem, &Task)) -> Regs {
+    let r2 = m.z.read_once(t);
+    update(m, t);
+    let r3 = m.z.read_once(t);
+    vec![("r2", r2), ("r3", r3)]
+}
+/// A flag update by its only writer: store the data, read the flags, store
+/// them with a bit set.
+fn probe_flag_load_store_p1(m: &Mem, t: &Task) -> Regs {
+    probe_writer(m, t, |m, t| {
+        m.x.write_once(t, 1);
+        let flags = m.y.read_once(t);
+        m.y.write_once(t, flags | 1);
+    })
+}
+/// The same with the kernel's `try_cmpxchg` loop, relaxed.
+fn probe_flag_load_cmpxchg_p1(m: &Mem, t: &Task) -> Regs {
+    probe_writer(m, t, |m, t| {
+        m.x.write_once(t, 1);
+        let mut flags = m.y.read_once(t);
+        loop {
+            let seen = m.y.cmpxchg_relaxed(t, flags, flags | 1);
+            if seen == flags {
+                break;
+            }
+            flags = seen;
+        }
+    })
+}
+/// A fully ordered `cmpxchg`, whose stand-in loads before its RMW (see
+/// `Atomic::cas`): the same shape without a load in the test.
+fn probe_cmpxchg_p1(m: &Mem, t: &Task) -> Regs {
+    probe_writer(m, t, |m, t| {
+        m.x.write_once(t, 1);
+        m.y.cmpxchg(t, 0, 1);
+    })
+}
+fn probe_load_p0(m: &Mem, t: &Task) -> Regs {
+    m.z.write_once(t, 1);
+    let r0 = m.x.read_once(t);
+    m.z.write_once(t, 2);
+    vec![("r0", r0)]
+}
+/// tokio-rs/loom#392: a thread whose first operation is a load, and which
+/// loads `x` before storing to it.
+fn probe_load_store_p1(m: &Mem, t: &Task) -> Regs {
+    probe_writer(m, t, |m, t| {
+        m.x.read_once(t);
+        m.x.write_once(t, 1);
+    })
+}
+
 const fn test(
     name: &'static str,
     dir: &'static str,
@@ -815,6 +912,7 @@ const fn test(
         name,
         dir,
         result,
+        weak: true,
         init: [0, 0, 0],
         y_is_pointer: false,
         threads,
@@ -832,6 +930,13 @@ impl LitmusTest {
             ..self
         }
     }
+    /// The `Sometimes` outcome is reachable under sequential consistency.
+    const fn sequentially_consistent(self) -> LitmusTest {
+        LitmusTest {
+            weak: false,
+            ..self
+        }
+    }
     const fn init(self, init: [u64; 3], y_is_pointer: bool) -> LitmusTest {
         LitmusTest {
             init,
@@ -845,7 +950,7 @@ use Documented::{Never, Sometimes};
 use LoomLimit::{CannotObserve, LoomBug, Vacuous, WeakerThanLkmm};
 
 /// Every litmus test, in `vfsmc list` order (the kernel directories, each
-/// alphabetical).
+/// alphabetical, then vfsmc's engine probes).
 pub static TESTS: &[LitmusTest] = &[
     test("CoRR+poonceonce+Once", TOOLS, Never, &[w_x1, corr_p1],
         |o| o.r(1, "r0") == 1 && o.r(1, "r1") == 0, "1:r0=1 /\\ 1:r1=0",
@@ -1001,6 +1106,19 @@ pub static TESTS: &[LitmusTest] = &[
     test("RCU+sync+read", RCU, Never, &[rcu_read_p0, rcu_read_p1],
         rcu_read_exists, "1:r0=1 /\\ 1:r1=0",
         "after a grace period the updater sees every store of the read-side sections it waited for"),
+    test("probe-MP+flag-load-store", PROBE, Sometimes, &[probe_reader_p0, probe_flag_load_store_p1],
+        probe_mp_exists, PROBE_MP,
+        "unordered message passing where the writer reads its flag before storing it (tokio-rs/loom#166: loom 0.7.3 never ran the reader after the flag store)"),
+    test("probe-MP+flag-load-cmpxchg", PROBE, Sometimes, &[probe_reader_p0, probe_flag_load_cmpxchg_p1],
+        probe_mp_exists, PROBE_MP,
+        "the same with a relaxed cmpxchg loop as the flag update (an RMW after the writer's own load)"),
+    test("probe-MP+cmpxchg", PROBE, Sometimes, &[probe_reader_p0, probe_cmpxchg_p1],
+        probe_mp_exists, PROBE_MP,
+        "a fully ordered cmpxchg orders nothing for a reader without barriers; its stand-in loads before the RMW, the same shape"),
+    test("probe-first-op-load", PROBE, Sometimes, &[probe_load_p0, probe_load_store_p1],
+        |o| o.r(0, "r0") == 1 && o.r(1, "r2") == 1 && o.r(1, "r3") == 2, "0:r0=1 /\\ 1:r2=1 /\\ 1:r3=2",
+        "a thread that loads a location before storing to it can still be run before another thread's load of it (tokio-rs/loom#392)")
+        .sequentially_consistent(),
 ];
 
 /// The test called `name`.
@@ -1030,7 +1148,11 @@ fn variant_of(t: &'static LitmusTest) -> Variant<&'static LitmusTest> {
             Never => Expected::Holds,
         },
         witness: "litmus",
-        kernel: leak(format!("{}/{}.litmus (v6.12)", t.dir, t.name)),
+        kernel: if t.dir == PROBE {
+            "specs/src/litmus.rs: a vfsmc engine probe, not a kernel test"
+        } else {
+            leak(format!("{}/{}.litmus (v6.12)", t.dir, t.name))
+        },
         about,
         code: t,
     }
@@ -1056,9 +1178,9 @@ const INVARIANTS: &[Invariant<Check<()>>] = &[Invariant {
     check: Check::Raised,
 }];
 
-/// Every `Sometimes` outcome here needs weak memory.
+/// What a `Sometimes` outcome that needs weak memory needs.
 const SOMETIMES: Need = Need::WeakMemory(
-    "every Sometimes outcome here needs weak memory: shuttle is sequentially \
+    "this Sometimes outcome needs weak memory: shuttle is sequentially \
      consistent, and real threads show it only by chance",
 );
 
@@ -1068,7 +1190,7 @@ static NEEDS: LazyLock<Vec<Vec<Need>>> = LazyLock::new(|| {
     TESTS
         .iter()
         .map(|t| {
-            let weak = (t.result == Sometimes).then_some(SOMETIMES);
+            let weak = (t.result == Sometimes && t.weak).then_some(SOMETIMES);
             weak.into_iter()
                 .chain(t.loom.and_then(LoomLimit::need))
                 .collect()

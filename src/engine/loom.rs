@@ -1,6 +1,11 @@
 //! loom: exhaustive DPOR under the C11 memory model. It runs preemption
 //! bounds 0, 1, 2, … before the requested bound (or unbounded), so the first
 //! counterexample reported is one with the fewest preemptions.
+//!
+//! This is loom 0.7.3 with vfsmc's DPOR fix (`vendor/loom/VFSMC-PATCHES.md`):
+//! released loom missed interleavings when a thread loads a location before
+//! storing to it (tokio-rs/loom#166, #392). The litmus `probe-…` tests check
+//! the fix.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -24,7 +29,8 @@ impl Engine for Loom {
     }
 
     fn memory_model(&self) -> &'static str {
-        "C11: weak memory, but no load buffering, and coherence follows execution order"
+        "C11: weak memory, but no load buffering, and coherence follows execution order \
+         (loom 0.7.3 with vfsmc's DPOR fix, vendor/loom/VFSMC-PATCHES.md)"
     }
 
     /// loom explores C11 as executed: a load reads only stores that already
