@@ -200,7 +200,7 @@ impl Review {
 
 /// One kind of outcome per [`Need`] kind, in general words: what an engine
 /// blind to it can never show.
-const OUTCOMES: [(Need, &str); 5] = [
+const OUTCOMES: [(Need, &str); 6] = [
     (
         Need::WeakMemory(""),
         "cannot show weak-memory outcomes (a missing or too weak barrier)",
@@ -220,6 +220,10 @@ const OUTCOMES: [(Need, &str); 5] = [
     (
         Need::AtomicRmw(""),
         "may split an RMW with a plain store (tokio-rs/loom#254): false alarms",
+    ),
+    (
+        Need::DeepSchedule(""),
+        "samples schedules: a bug needing several narrow preemptions is beyond its budget",
     ),
 ];
 

@@ -61,6 +61,11 @@ pub enum Need {
     LkmmOrdering(&'static str),
     /// An RMW that no store to its location can split.
     AtomicRmw(&'static str),
+    /// Several preemptions, each inside a window a few steps wide of a long
+    /// thread: a search that samples schedules (random, PCT) finds it with a
+    /// per-run chance far below one over its budget; a bounded exhaustive
+    /// search finds it at its bound.
+    DeepSchedule(&'static str),
 }
 
 impl Need {
@@ -71,7 +76,8 @@ impl Need {
             | Need::LoadBuffering(why)
             | Need::WeakLockState(why)
             | Need::LkmmOrdering(why)
-            | Need::AtomicRmw(why) => why,
+            | Need::AtomicRmw(why)
+            | Need::DeepSchedule(why) => why,
         }
     }
 }

@@ -491,9 +491,21 @@ impl Spec for Unlazy {
         const WEAK: &[Need] = &[Need::WeakMemory(
             "a missing barrier: shuttle's sequentially consistent atomics cannot show it",
         )];
+        const DEEP: &[Need] = &[Need::DeepSchedule(
+            "three preemptions (loom finds it at bound 3), each in a window a few steps wide \
+             of a 233-step execution: PCT's per-run guarantee at depth 4 is 1/(3*233^3) = 2.6e-8",
+        )];
         match (v.code.vfs, v.code.bug) {
-            (Some(VfsBug::UmountMissingMb | VfsBug::DgetParentPointerRecheck), _)
+            (
+                Some(
+                    VfsBug::UmountMissingMb
+                    | VfsBug::DgetParentPointerRecheck
+                    | VfsBug::MntputLegitimizeRace2018,
+                ),
+                _,
+            )
             | (_, Some(Bug::PositivityNoAcquire)) => WEAK,
+            (Some(VfsBug::LegitimizeMntUnlockedUmountTest), _) => DEEP,
             _ => &[],
         }
     }

@@ -129,11 +129,10 @@ impl Atomic {
     /// READ_ONCE by a writer holding the lock that serialises every store
     /// to this word (a read-modify-write of flags under `d_lock` or
     /// `mount_lock`): it can only read the latest store, so it is recorded
-    /// as a step but is not an engine access. An engine load here would
-    /// also hide races from loom: its DPOR remembers one last access per
-    /// object, so the writer's own load masks a lockless reader's earlier
-    /// load and the reader is never run after the store (tokio-rs/loom#166;
-    /// the litmus `mp-writer-reads-flag` shows it).
+    /// as a step but is not an engine access: an engine load would only add
+    /// interleavings that cannot change what it reads. (Released loom also
+    /// lost races behind such a load, tokio-rs/loom#166; the vendored loom
+    /// fixes that and the litmus `probe-MP+flag-load-store` keeps it fixed.)
     pub fn read_once_owned(&self, t: &Task) -> u64 {
         let v = self.peek();
         t.step(Effect::Load {
