@@ -126,6 +126,9 @@ pub(crate) struct State {
     pub sched_rcu: Vec<Arc<sync::AtomicU64>>,
     /// The trace column of each task that claimed a word, in word order.
     pub sched_rcu_owners: Vec<u8>,
+    /// Claims of RCU-sched words, ordered against grace periods (see
+    /// [`sched_rcu_claimed`]); created with the words.
+    pub sched_rcu_claims: Option<Arc<sync::AtomicU64>>,
     pub frozen: bool,
 }
 
@@ -138,6 +141,7 @@ impl State {
         self.sched_rcu
             .extend((0..MAX_TASKS).map(|_| Arc::new(sync::AtomicU64::new(0))));
         self.sched_rcu_owners.clear();
+        self.sched_rcu_claims = Some(Arc::new(sync::AtomicU64::new(0)));
         self.threads.clear();
         self.steps.clear();
         self.violation = None;
@@ -203,6 +207,7 @@ impl Exec {
             lock_edges: Vec::with_capacity(32),
             sched_rcu: Vec::with_capacity(MAX_TASKS),
             sched_rcu_owners: Vec::with_capacity(MAX_TASKS),
+            sched_rcu_claims: None,
             frozen: false,
         };
         Exec(Arc::new(Inner {
@@ -318,7 +323,7 @@ pub fn atomic_section() -> Section {
 /// # Panics
 /// When an execution creates more tasks than [`MAX_TASKS`].
 pub(crate) fn claim_sched_rcu(column: u8) -> Arc<sync::AtomicU64> {
-    with_current(|e| {
+    let (word, claims) = with_current(|e| {
         e.with_state(|s| {
             let i = s.sched_rcu_owners.len();
             assert!(
@@ -326,20 +331,35 @@ pub(crate) fn claim_sched_rcu(column: u8) -> Arc<sync::AtomicU64> {
                 "more than {MAX_TASKS} tasks in one execution"
             );
             s.sched_rcu_owners.push(column);
-            s.sched_rcu[i].clone()
+            (s.sched_rcu[i].clone(), claims_word(s))
+        })
+    });
+    claims.fetch_add(1, sync::Ordering::AcqRel);
+    word
+}
+
+fn claims_word(s: &mut State) -> Arc<sync::AtomicU64> {
+    s.sched_rcu_claims
+        .clone()
+        .expect("an execution creates its claims word when it starts")
+}
+
+/// The RCU-sched words claimed so far, with their owners' trace columns,
+/// after a read-modify-write of the claims word: a task that claims one
+/// later reads this grace period's RMW there and sees everything before it
+/// (the scheme of `kernel::rcu`'s reader slots).
+pub(crate) fn sched_rcu_claimed() -> Vec<(u8, Arc<sync::AtomicU64>)> {
+    let claims = with_current(|e| e.with_state(claims_word));
+    claims.fetch_add(0, sync::Ordering::AcqRel);
+    with_current(|e| {
+        e.with_state(|s| {
+            s.sched_rcu_owners
+                .iter()
+                .copied()
+                .zip(s.sched_rcu.iter().cloned())
+                .collect()
         })
     })
-}
-
-/// Every RCU-sched word of this execution, claimed or not: a word claimed
-/// later is one a grace period must order itself against as well.
-pub(crate) fn sched_rcu_words() -> Vec<Arc<sync::AtomicU64>> {
-    with_current(|e| e.with_state(|s| s.sched_rcu.clone()))
-}
-
-/// The trace column of the task that claimed RCU-sched word `i`, if any.
-pub(crate) fn sched_rcu_owner(i: usize) -> Option<u8> {
-    with_current(|e| e.with_state(|s| s.sched_rcu_owners.get(i).copied()))
 }
 
 /// Registers an invariant checked after every step of this execution. It must

@@ -42,6 +42,9 @@ pub enum Op {
     /// d_invalidate, then the final dput kills it.
     Kill(&'static str),
     Umount(&'static str),
+    /// rcu_barrier(): wait for the RCU callbacks queued so far and run them
+    /// (what deactivate_locked_super does before freeing a superblock).
+    RcuBarrier,
 }
 
 /// A scenario made concrete.
@@ -86,6 +89,16 @@ fn unlink_vs_walk(_: &[u8]) -> Plan {
 
 fn kill_vs_walk(_: &[u8]) -> Plan {
     plan(ABC, Walker::Lookup("/a/b/c"), &[Op::Kill("/a/b/c")], true)
+}
+
+fn kill_vs_unlazy(_: &[u8]) -> Plan {
+    const TREE: &[Node] = &[Node::File("/c")];
+    plan(
+        TREE,
+        Walker::Lookup("/c"),
+        &[Op::Kill("/c"), Op::RcuBarrier],
+        false,
+    )
 }
 
 fn umount_vs_walk(_: &[u8]) -> Plan {
@@ -164,10 +177,31 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
                 dead lockref, unhashed, freed by call_rcu on the grace-period kthread) while the \
                 walker looks it up",
         goals: &["legitimized", "lockref_get_not_dead_failed"],
-        loom_bound: Some(2),
+        loom_bound: Some(1),
         tier: Tier::Pr,
         generated: false,
         plan: kill_vs_walk,
+    },
+    Scenario {
+        name: "kill-vs-walk-deep",
+        about: "kill-vs-walk at preemption bound 2 (deep tier)",
+        goals: &["legitimized", "lockref_get_not_dead_failed"],
+        loom_bound: Some(2),
+        tier: Tier::Deep,
+        generated: false,
+        plan: kill_vs_walk,
+    },
+    Scenario {
+        name: "kill-vs-unlazy",
+        about: "/c cached; the actor kills it as in kill-vs-walk, then waits for the free \
+                (rcu_barrier) while the walker looks up /c: two threads and a one-component \
+                walk, so loom affords the two preemptions a free during the legitimization \
+                needs",
+        goals: &["legitimized", "lockref_get_not_dead_failed"],
+        loom_bound: Some(2),
+        tier: Tier::Pr,
+        generated: false,
+        plan: kill_vs_unlazy,
     },
     Scenario {
         name: "umount-vs-walk",
@@ -201,8 +235,17 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
                 actor renames b to /tmp/b, rmdirs /tmp/a, mkdirs it again (the same dentry, a new \
                 inode) and renames b back (e84009336711's ABA)",
         goals: &["dget_parent_retry"],
-        loom_bound: Some(3),
+        loom_bound: Some(1),
         tier: Tier::Pr,
+        generated: false,
+        plan: dotdot_aba,
+    },
+    Scenario {
+        name: "dotdot-aba-deep",
+        about: "dotdot-aba at preemption bound 2 (deep tier)",
+        goals: &["dget_parent_retry"],
+        loom_bound: Some(2),
+        tier: Tier::Deep,
         generated: false,
         plan: dotdot_aba,
     },
@@ -308,7 +351,7 @@ const VARIANTS: &[Variant<Flavor>] = &[
     Variant {
         name: "unlazy-leaves-rcu-first",
         expected: Expected::Violates("use_after_free"),
-        witness: "kill-vs-walk",
+        witness: "kill-vs-unlazy",
         kernel: "fs/namei.c:try_to_unlazy (constructed mutant)",
         about: "the RCU read section is left before legitimizing: the grace period ends and the \
                 killed dentry is freed under the walker's lockref get",
@@ -539,6 +582,7 @@ fn act(vfs: &Vfs, t: &Task, op: Op) {
         Op::Umount(p) => {
             let _ = vfs.path_umount(t, &components(p));
         }
+        Op::RcuBarrier => vfs.rcu.rcu_barrier(t),
     }
 }
 

@@ -72,6 +72,13 @@ struct Domain {
     readers: Vec<sync::AtomicU64>,
     /// The thread (trace column) of each reader slot in use.
     names: GhostMutex<Vec<u8>>,
+    /// Claims of reader slots, ordered against grace periods: a task's
+    /// first section claims its slot (ghost) and then RMWs this word; a
+    /// grace period RMWs it and then reads the claims. Either the grace
+    /// period sees the claim (and orders itself on that slot) or the
+    /// claimer's RMW reads the grace period's and sees everything before it.
+    /// So a grace period touches only the slots in use.
+    claims: sync::AtomicU64,
     /// Pending callbacks, each with its `queued` ticket.
     callbacks: GhostMutex<Vec<(u64, Callback)>>,
     /// Callbacks queued so far: call_rcu publishes with a release RMW and the
@@ -115,6 +122,7 @@ impl Rcu {
             flavor,
             readers: (0..MAX_READERS).map(|_| sync::AtomicU64::new(0)).collect(),
             names: GhostMutex::new(Vec::new()),
+            claims: sync::AtomicU64::new(0),
             callbacks: GhostMutex::new(Vec::new()),
             queued: sync::AtomicU64::new(0),
             stop: sync::AtomicU64::new(0),
@@ -124,19 +132,23 @@ impl Rcu {
         }))
     }
 
+    /// The task's reader slot, claimed (see [`Domain::claims`]) on its first
+    /// section.
     fn slot(&self, t: &Task) -> usize {
-        let mut names = ghost(&self.0.names);
-        match names.iter().position(|&n| n == t.id()) {
-            Some(i) => i,
-            None => {
-                assert!(
-                    names.len() < MAX_READERS,
-                    "too many RCU readers in one scenario"
-                );
-                names.push(t.id());
-                names.len() - 1
+        let claimed = {
+            let mut names = ghost(&self.0.names);
+            if let Some(i) = names.iter().position(|&n| n == t.id()) {
+                return i;
             }
-        }
+            assert!(
+                names.len() < MAX_READERS,
+                "too many RCU readers in one scenario"
+            );
+            names.push(t.id());
+            names.len() - 1
+        };
+        self.0.claims.fetch_add(1, Ordering::AcqRel);
+        claimed
     }
 
     /// rcu_read_lock: enter a read-side critical section (nestable).
@@ -198,26 +210,24 @@ impl Rcu {
         t.engine_op();
         sync::fence(Ordering::SeqCst);
         let mut waited = 0u32;
-        // Every slot, claimed or not: a task that enters its first section
-        // after this grace period must synchronise with it too.
-        for (i, r) in self.0.readers.iter().enumerate() {
+        // The slots in use (a later claimer synchronises with this grace
+        // period through `claims`), each with a read-modify-write that
+        // changes nothing: ordered against the reader's entry and exit.
+        self.0.claims.fetch_add(0, Ordering::AcqRel);
+        let readers = ghost(&self.0.names).clone();
+        for (r, owner) in self.0.readers.iter().zip(readers) {
             if Self::wait_for(r, r.fetch_add(0, Ordering::AcqRel)) {
-                waited |= 1 << ghost(&self.0.names)[i];
+                waited |= 1 << owner;
             }
         }
         if self.0.flavor == RcuFlavor::Kernel {
-            // A read-modify-write that changes nothing, on every task's word
-            // and on the words tasks created later will claim: ordered
-            // against each entry and exit (see `kernel::task`), so a region
-            // that starts after it sees everything before the grace period.
-            for (i, word) in exec::sched_rcu_words().iter().enumerate() {
-                if exec::sched_rcu_owner(i) == Some(t.id()) {
+            // The same on every other task's RCU-sched word (`kernel::task`).
+            for (owner, word) in exec::sched_rcu_claimed() {
+                if owner == t.id() {
                     continue;
                 }
-                let v = word.fetch_add(0, Ordering::AcqRel);
-                if Self::wait_for(word, v) {
-                    let owner = exec::sched_rcu_owner(i);
-                    waited |= 1 << owner.expect("a task in a region owns its word");
+                if Self::wait_for(&word, word.fetch_add(0, Ordering::AcqRel)) {
+                    waited |= 1 << owner;
                 }
             }
         }
@@ -304,7 +314,9 @@ impl Rcu {
         drop(wake);
     }
 
-    /// rcu_barrier at quiescence: run whatever is still pending.
+    /// rcu_barrier: a grace period, then the callbacks queued before it
+    /// (at quiescence; or by an actor in a scenario without the GP kthread,
+    /// as `deactivate_locked_super` calls it).
     pub fn rcu_barrier(&self, t: &Task) {
         let batch = self.take_batch();
         if !batch.is_empty() {
