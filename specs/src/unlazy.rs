@@ -11,6 +11,8 @@
 //! the model raises where they happen (a reference on a dead dentry, a
 //! refcount write in RCU mode, the kernel's own snapshot BUG_ON).
 
+pub mod reference;
+
 use std::sync::Arc;
 
 use vfsmc_model::exec;

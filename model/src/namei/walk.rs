@@ -575,15 +575,32 @@ impl<'a> Walk<'a> {
         self.step_into(WALK_NOFOLLOW, parent)
     }
 
-    /// fs/namei.c:follow_dotdot_rcu (7.3, within one mount): the parent,
-    /// its seq sampled as `next_seq`, then the current dentry's seq
-    /// re-validated (else -ECHILD). At the root, stay.
+    /// fs/namei.c:follow_dotdot_rcu (7.3): at the root, stay. At a mount
+    /// root, first move to its mountpoint (`choose_mountpoint_rcu`, one
+    /// mount deep: its seq sampled as `nd->seq`, then -ECHILD if
+    /// `mount_lock` moved since `path_init`, which covers an umount). Then
+    /// the parent, its seq sampled as `next_seq`, and the current dentry's
+    /// seq re-validated (else -ECHILD).
     fn follow_dotdot_rcu(&mut self) -> Result<DentryRef, Errno> {
         let cur = self.nd.path.dentry;
         if cur == self.nd.root.dentry {
             self.nd.next_seq = self.nd.seq;
             return Ok(cur);
         }
+        let mnt = self.vfs.mounts.get(self.t, self.nd.path.mnt);
+        if cur == mnt.mnt_root {
+            let md = self.vfs.dentries.get(self.t, mnt.mnt_mountpoint);
+            self.nd.path = Path {
+                mnt: mnt.mnt_parent,
+                dentry: mnt.mnt_mountpoint,
+            };
+            self.nd.inode = md.d_inode.read_once_ptr(self.t);
+            self.nd.seq = md.d_seq.read_seqcount_begin(self.t);
+            if self.vfs.mount_lock.read_seqretry(self.t, self.nd.m_seq) {
+                return Err(Errno::ECHILD);
+            }
+        }
+        let cur = self.nd.path.dentry;
         let de = self.vfs.dentries.get(self.t, cur);
         let parent = de.d_parent.read_once_ptr(self.t);
         let pd = self.vfs.dentries.get(self.t, parent);
@@ -594,15 +611,30 @@ impl<'a> Walk<'a> {
         Ok(parent)
     }
 
-    /// fs/namei.c:follow_dotdot (7.3, within one mount): the parent with a
-    /// reference, by `dget_parent` (the root's parent is itself).
+    /// fs/namei.c:follow_dotdot (7.3): at the root, stay (a new reference).
+    /// At a mount root, first move to its mountpoint (`choose_mountpoint`,
+    /// one mount deep: the walk holds the mount, so a synchronous umount
+    /// fails with -EBUSY and the mountpoint is current), references moved
+    /// with it. Then the parent with a reference, by `dget_parent`.
     fn follow_dotdot(&mut self) -> DentryRef {
         let cur = self.nd.path.dentry;
         if cur == self.nd.root.dentry {
             self.vfs.dget(self.t, cur);
             return cur;
         }
-        self.vfs.dget_parent(self.t, cur)
+        let mnt = self.vfs.mounts.get(self.t, self.nd.path.mnt);
+        if cur == mnt.mnt_root {
+            let mountpoint = Path {
+                mnt: mnt.mnt_parent,
+                dentry: mnt.mnt_mountpoint,
+            };
+            self.path_get(mountpoint);
+            self.path_put(self.nd.path);
+            self.nd.path = mountpoint;
+            let md = self.vfs.dentries.get(self.t, mountpoint.dentry);
+            self.nd.inode = md.d_inode.read_once_ptr(self.t);
+        }
+        self.vfs.dget_parent(self.t, self.nd.path.dentry)
     }
 
     /// fs/namei.c:complete_walk (7.3): a lazy walk's last legitimization
