@@ -323,7 +323,7 @@ pub fn atomic_section() -> Section {
 /// # Panics
 /// When an execution creates more tasks than [`MAX_TASKS`].
 pub(crate) fn claim_sched_rcu(column: u8) -> Arc<sync::AtomicU64> {
-    let (word, claims) = with_current(|e| {
+    with_current(|e| {
         e.with_state(|s| {
             let i = s.sched_rcu_owners.len();
             assert!(
@@ -331,11 +331,18 @@ pub(crate) fn claim_sched_rcu(column: u8) -> Arc<sync::AtomicU64> {
                 "more than {MAX_TASKS} tasks in one execution"
             );
             s.sched_rcu_owners.push(column);
-            (s.sched_rcu[i].clone(), claims_word(s))
+            s.sched_rcu[i].clone()
         })
-    });
+    })
+}
+
+/// Orders a task's first RCU-sched region after every grace period whose
+/// claims RMW came first (see [`sched_rcu_claimed`]). Done at the first
+/// region, not when the task is created: an RMW of one shared word by every
+/// new task would make loom order all task starts against each other.
+pub(crate) fn sync_sched_rcu_claim() {
+    let claims = with_current(|e| e.with_state(claims_word));
     claims.fetch_add(1, sync::Ordering::AcqRel);
-    word
 }
 
 fn claims_word(s: &mut State) -> Arc<sync::AtomicU64> {

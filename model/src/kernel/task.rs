@@ -64,6 +64,9 @@ pub struct Task {
     /// (a held spinlock disables preemption), a region that is a read-side
     /// critical section of every RCU flavour since v4.20.
     sched_rcu: Arc<sync::AtomicU64>,
+    /// Whether the task's first RCU-sched region has synchronised its claim
+    /// with the grace periods (`exec::sync_sched_rcu_claim`).
+    sched_rcu_synced: Cell<bool>,
 }
 
 /// Pops the kernel function entered with [`Task::enter`].
@@ -94,6 +97,7 @@ impl Task {
             nonblock: Cell::new(false),
             seat: RefCell::new(None),
             sched_rcu,
+            sched_rcu_synced: Cell::new(false),
         }
     }
 
@@ -279,6 +283,9 @@ impl Task {
             return;
         }
         let _s = atomic_section();
+        if now && !self.sched_rcu_synced.replace(true) {
+            exec::sync_sched_rcu_claim();
+        }
         let order = if now {
             Ordering::AcqRel
         } else {
