@@ -297,7 +297,6 @@ mod rename_over_negative {
     ];
 
     #[test]
-    #[ignore = "model bug: d_move leaves a cached negative target hashed (the model returns ENOENT)"]
     fn the_new_name_resolves() {
         let ops = [
             SeqOp::Walk(Walker::Lookup("/a/x")),

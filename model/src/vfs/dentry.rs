@@ -548,7 +548,14 @@ impl Vfs {
     /// (nested), inside the dentry's `d_seq` write section: move it off
     /// its chain, change `d_parent` and `d_name`, move the reference it
     /// holds from the old parent to the new one, and hash it again.
-    pub fn d_move(&self, t: &Task, d: DentryRef, new_parent: DentryRef, new_name: u64) {
+    pub fn d_move(
+        &self,
+        t: &Task,
+        d: DentryRef,
+        target: Option<DentryRef>,
+        new_parent: DentryRef,
+        new_name: u64,
+    ) {
         let _f = t.enter("d_move");
         let de = self.dentries.get(t, d);
         let w = self.rename_lock.write_seqlock(t);
@@ -561,7 +568,12 @@ impl Vfs {
         let g_new =
             (new_parent != old_parent).then(|| np.d_lockref.lock_nested(t, DENTRY_D_LOCK_NESTED));
         let g = de.d_lockref.lock_nested(t, 2);
+        let target = target.map(|d| self.dentries.get(t, d));
+        let g_target = target.as_ref().map(|te| te.d_lockref.lock_nested(t, 3));
         de.d_seq.write_seqcount_begin(t);
+        if let Some(te) = &target {
+            self.__d_drop(t, te, false);
+        }
         let old_name = de.d_name.read_once(t);
         self.ghost_unlink(&de, old_name);
         let me = de.me;
@@ -579,6 +591,9 @@ impl Vfs {
         self.ns_update(|ns| ns.add(dir, new_name, inode));
         self.buckets[new_name as usize].or_release(t, "hlist_bl_add_head_rcu", 1 << me);
         de.d_seq.write_seqcount_end(t);
+        if let Some(gt) = g_target {
+            gt.unlock();
+        }
         g.unlock();
         drop(g_new);
         g_old.unlock();

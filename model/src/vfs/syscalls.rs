@@ -76,7 +76,8 @@ impl Vfs {
     }
 
     /// rename(2) of `from` to the unused name `to`: lock_rename (both
-    /// parents' `i_rwsem`), `d_move`.
+    /// parents' `i_rwsem`), `d_move`, which unhashes a cached negative
+    /// dentry of `to` (the target `vfs_rename` looked up).
     pub fn vfs_rename(&self, t: &Task, from: &[u64], to: &[u64]) {
         let _f = t.enter("vfs_rename");
         let old = self.find(from).expect("rename: the source exists");
@@ -87,9 +88,18 @@ impl Vfs {
         let nd = self.dir_inode(new_dir.dentry);
         let g1 = od.i_rwsem.down_write(t);
         let g2 = (old_dir.dentry != new_dir.dentry).then(|| nd.i_rwsem.down_write(t));
-        self.d_move(t, old.dentry, new_dir.dentry, name);
+        let target = self
+            .find_child(new_dir.dentry, name)
+            .filter(|&d| !self.positive(d));
+        if let Some(d) = target {
+            self.dget(t, d);
+        }
+        self.d_move(t, old.dentry, target, new_dir.dentry, name);
         drop(g2);
         g1.up();
+        if let Some(d) = target {
+            self.dput(t, d);
+        }
         self.dput(t, old.dentry);
     }
 

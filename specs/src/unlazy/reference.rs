@@ -357,6 +357,7 @@ impl Reference {
             Op::Create(p) => self.create(p, Body::File),
             Op::Kill(p) => self.kill(p),
             Op::Umount(_) => Err(Refusal::Outside("umount")),
+            Op::RcuBarrier => Ok(()),
         }
     }
 
