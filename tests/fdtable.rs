@@ -70,7 +70,7 @@ fn shortest_trace_per_new_variant() {
         let v = m.variant(name).unwrap();
         let s = m.scenario(v.witness).unwrap();
         let mut c = Check::new(m, v, s, EngineKind::Loom);
-        c.budget.max_preemptions = None;
+        c.budget.max_preemptions = Some(vfsmc::check::WITNESS_MAX_PREEMPTIONS);
         let r = c.run().unwrap();
         assert!(r.matches_expected(), "{}", r.text());
         let trace = format!(

@@ -1158,6 +1158,12 @@ impl Spec for Fdtable {
                 "a plain read of files->count orders nothing: the stale slot is a weak-memory \
                  outcome",
             )]
+        } else if v.code.has(Bug::FileRefPutCloseWithoutCmpxchg) {
+            &[Need::DeepSchedule(
+                "loom finds it at bound 1 through weak memory; sequentially consistent, it \
+                 needs three preemptions in a 45-step execution (PCT's per-run guarantee at \
+                 depth 4 is 1/(4*45^3) = 2.7e-6; seed 1 finds it after 12,792 runs)",
+            )]
         } else {
             &[]
         }

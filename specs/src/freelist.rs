@@ -490,6 +490,17 @@ impl Spec for Freelist {
         w.slub.render()
     }
 
+    /// rt-slowpath-skips-slab-recheck installs a freelist on a CPU whose
+    /// c->slab a flush has just cleared: whether the CPU's freelist without
+    /// a slab (freelist_integrity) or the slab frozen and back on the node
+    /// list (slab_state) is checked first depends on the schedule.
+    fn also_violates(v: &Variant<Code>) -> &'static [&'static str] {
+        match v.code {
+            Code::RtSlowpathSkipsSlabRecheck => &["freelist_integrity"],
+            _ => &[],
+        }
+    }
+
     /// The kernel's design runs without the proposal's fallback list, the
     /// proposal in the contexts its mail covers (task, IRQ, preemption; NMIs
     /// did not allocate in 2024: `guzik-nmi` is a witness only), and

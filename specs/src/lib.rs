@@ -236,6 +236,13 @@ pub trait Spec: Sync + 'static {
     fn needs(_variant: &Variant<Self::Code>) -> &'static [Need] {
         &[]
     }
+
+    /// Invariants besides its registry one that `variant`'s bug breaks
+    /// first on some schedules (two views of one defect): a verdict naming
+    /// one of them agrees with the registry. None unless the model says so.
+    fn also_violates(_variant: &Variant<Self::Code>) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// Connects one execution's state to the invariants of its spec.
@@ -330,6 +337,10 @@ pub trait Model: Sync {
     /// order they are asked: the first need an engine is blind to gives the
     /// reason its check is not judged.
     fn needs(&self, variant: &str) -> &'static [Need];
+
+    /// The invariants besides its registry one that `variant`'s bug may
+    /// break first (see [`Spec::also_violates`]).
+    fn also_violates(&self, variant: &str) -> &'static [&'static str];
 
     /// Whether invariant `name` is one of the shared kernel checks.
     fn is_shared(&self, name: &str) -> bool {
@@ -439,6 +450,10 @@ impl<S: Spec> Model for Registered<S> {
 
     fn needs(&self, variant: &str) -> &'static [Need] {
         self.row(variant).map_or(&[], S::needs)
+    }
+
+    fn also_violates(&self, variant: &str) -> &'static [&'static str] {
+        self.row(variant).map_or(&[], S::also_violates)
     }
 }
 

@@ -85,8 +85,8 @@ pub fn corpus(model: &str) {
 }
 
 /// One snapshot per bug variant of `model`: its shortest witness trace
-/// (`tests/snapshots/<model>__variant__<variant>.snap`), found by loom with
-/// no preemption bound on the variant's witness scenario. A variant whose
+/// (`tests/snapshots/<model>__variant__<variant>.snap`), found by loom at
+/// the fewest preemptions on the variant's witness scenario. A variant whose
 /// trace only loom cannot produce (it needs weak memory loom lacks) has none.
 pub fn variant_snapshots(model: &str) {
     let m = self::model(model);
@@ -103,7 +103,7 @@ pub fn variant_snapshots(model: &str) {
         if c.engine_limit().is_some() {
             continue;
         }
-        c.budget.max_preemptions = None;
+        c.budget.max_preemptions = Some(vfsmc::check::WITNESS_MAX_PREEMPTIONS);
         let r = c.run().unwrap();
         assert!(r.matches_expected(), "{}", r.text());
         let record = r.record.as_ref().expect("a violation has a trace");
