@@ -197,10 +197,10 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         name: "kill-vs-unlazy",
         about: "/c cached; the actor kills it as in kill-vs-walk, then waits for the free \
                 (rcu_barrier) while the walker looks up /c: two threads and a one-component \
-                walk, so loom affords the two preemptions a free during the legitimization \
-                needs",
+                walk; the actor's wait for the grace period is where the walker is let go \
+                between leaving RCU and taking its reference",
         goals: &["legitimized", "lockref_get_not_dead_failed"],
-        loom_bound: Some(2),
+        loom_bound: Some(1),
         tier: Tier::Pr,
         generated: false,
         plan: kill_vs_unlazy,
