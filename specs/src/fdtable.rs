@@ -1161,8 +1161,8 @@ impl Spec for Fdtable {
         } else if v.code.has(Bug::FileRefPutCloseWithoutCmpxchg) {
             &[Need::DeepSchedule(
                 "loom finds it at bound 1 through weak memory; sequentially consistent, it \
-                 needs three preemptions in a 45-step execution (PCT's per-run guarantee at \
-                 depth 4 is 1/(4*45^3) = 2.7e-6; seed 1 finds it after 12,792 runs)",
+                 needs three preemptions in a 46-step execution (PCT's per-run guarantee at \
+                 depth 4 is 1/(4*46^3) = 2.6e-6; seed 1 finds it after 12,023 runs)",
             )]
         } else {
             &[]

@@ -538,7 +538,7 @@ impl Spec for Unlazy {
         )];
         const DEEP: &[Need] = &[Need::DeepSchedule(
             "three preemptions (loom finds it at bound 3), each in a window a few steps wide \
-             of a 233-step execution: PCT's per-run guarantee at depth 4 is 1/(3*233^3) = 2.6e-8",
+             of a 220-step execution: PCT's per-run guarantee at depth 4 is 1/(3*220^3) = 3.1e-8",
         )];
         match (v.code.vfs, v.code.bug) {
             (
