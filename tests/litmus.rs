@@ -128,6 +128,8 @@ litmus_tests! {
     probe_mp_flag_load_cmpxchg => "probe-MP+flag-load-cmpxchg";
     probe_mp_cmpxchg => "probe-MP+cmpxchg";
     probe_first_op_load => "probe-first-op-load";
+    mnt_legitimize_mntput => "MNT+legitimize+mntput";
+    mnt_legitimize_mntput_2018 => "MNT+legitimize+mntput-2018";
 }
 
 #[test]

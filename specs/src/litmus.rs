@@ -34,6 +34,17 @@
 //! (`vendor/loom/VFSMC-PATCHES.md`); these probes are what the patch must
 //! find. The probes use plain `WRITE_ONCE` flag stores so that the outcome
 //! is allowed: they test the engine's search, not the kernel's ordering.
+//!
+//! # Kernel code shapes
+//!
+//! Tests named `MNT+…` ([`SHAPES`]) are not in the kernel's suite either:
+//! they are the ordering a model relies on, cut down to litmus size, so the
+//! primitives are checked on exactly that shape. `MNT+legitimize+mntput` is
+//! 119e1ef80ecf's store buffering between fs/namespace.c:__legitimize_mnt
+//! (count increment, `smp_mb()`, re-read of `mount_lock`) and
+//! mntput_no_expire's slow path (`lock_mount_hash()` bumps the seqcount,
+//! `smp_mb()`, count read), as read at vfs-7.3-rc1.mount; without the two
+//! barriers (the code before that commit) both sides can miss each other.
 
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -206,6 +217,8 @@ const LOCKING: &str = "Documentation/litmus-tests/locking";
 const RCU: &str = "Documentation/litmus-tests/rcu";
 /// The directory of vfsmc's own engine probes (see the module doc).
 pub const PROBE: &str = "vfsmc engine probe";
+/// The directory of kernel code shapes (see the module doc).
+pub const SHAPES: &str = "vfsmc kernel code shape";
 /// The clause of the message-passing probes.
 const PROBE_MP: &str = "0:r0=1 /\\ 0:r1=0 /\\ 1:r2=1 /\\ 1:r3=2";
 
@@ -582,6 +595,31 @@ fn sb_p0(m: &Mem, t: &Task) -> Regs {
     vec![("r0", r0)]
 }
 fn sb_p1(m: &Mem, t: &Task) -> Regs {
+    m.y.write_once(t, 1);
+    let r0 = m.x.read_once(t);
+    vec![("r0", r0)]
+}
+/// __legitimize_mnt: the walker's count increment, then the seqcount re-read.
+fn mnt_legitimize_p0(m: &Mem, t: &Task) -> Regs {
+    m.x.atomic_add(t, 1);
+    smp_mb(t);
+    let r0 = m.y.read_once(t);
+    vec![("r0", r0)]
+}
+/// mntput_no_expire's slow path: mount_lock's seqcount bumped, then the count.
+fn mnt_mntput_p1(m: &Mem, t: &Task) -> Regs {
+    m.y.write_once(t, 1);
+    smp_mb(t);
+    let r0 = m.x.read_once(t);
+    vec![("r0", r0)]
+}
+/// Before 119e1ef80ecf: no barrier on either side.
+fn mnt_legitimize_2018_p0(m: &Mem, t: &Task) -> Regs {
+    m.x.atomic_add(t, 1);
+    let r0 = m.y.read_once(t);
+    vec![("r0", r0)]
+}
+fn mnt_mntput_2018_p1(m: &Mem, t: &Task) -> Regs {
     m.y.write_once(t, 1);
     let r0 = m.x.read_once(t);
     vec![("r0", r0)]
@@ -1119,6 +1157,12 @@ pub static TESTS: &[LitmusTest] = &[
         |o| o.r(0, "r0") == 1 && o.r(1, "r2") == 1 && o.r(1, "r3") == 2, "0:r0=1 /\\ 1:r2=1 /\\ 1:r3=2",
         "a thread that loads a location before storing to it can still be run before another thread's load of it (tokio-rs/loom#392)")
         .sequentially_consistent(),
+    test("MNT+legitimize+mntput", SHAPES, Never, &[mnt_legitimize_p0, mnt_mntput_p1],
+        sb_exists, "0:r0=0 /\\ 1:r0=0",
+        "__legitimize_mnt and mntput_no_expire each see the other (the smp_mb pair of 119e1ef80ecf): the walker sees the umount's seqcount or the final put sees the walker's count"),
+    test("MNT+legitimize+mntput-2018", SHAPES, Sometimes, &[mnt_legitimize_2018_p0, mnt_mntput_2018_p1],
+        sb_exists, "0:r0=0 /\\ 1:r0=0",
+        "before 119e1ef80ecf: the walker keeps its reference on a mount whose final put did not count it"),
 ];
 
 /// The test called `name`.
