@@ -396,6 +396,16 @@ const VARIANTS: &[Variant<Flavor>] = &[
         code: bug(Bug::RcuMissSkipsUnlazy),
     },
     Variant {
+        name: "lazy-retry-on-echild",
+        expected: Expected::Violates("restarts_bounded"),
+        witness: "rename-vs-walk",
+        kernel: "fs/namei.c:filename_lookup (constructed mutant)",
+        about: "-ECHILD retries the lazy walk instead of going to ref-walk: the lookup restarts \
+                twice when the second lazy attempt fails too (no progress bound under a writer \
+                that keeps the counts moving)",
+        code: bug(Bug::LazyRetryOnEchild),
+    },
+    Variant {
         name: "no-ref-walk-restart",
         expected: Expected::Violates("no_echild"),
         witness: "rename-vs-walk",
@@ -418,6 +428,12 @@ const INVARIANTS: &[Inv] = &[
         name: "no_echild",
         about: "L6: -ECHILD (and -EAGAIN without LOOKUP_CACHED) never reaches the caller",
         check: Check::End(no_echild),
+    },
+    Invariant {
+        name: "restarts_bounded",
+        about: "liveness: a lookup restarts at most once in ref-walk after -ECHILD and at most \
+                once with LOOKUP_REVAL after -ESTALE, whatever the writers do",
+        check: Check::End(restarts_bounded),
     },
     Invariant {
         name: "walk_linearizable",
@@ -551,6 +567,11 @@ impl Spec for Unlazy {
             )
             | (_, Some(Bug::PositivityNoAcquire)) => WEAK,
             (Some(VfsBug::LegitimizeMntUnlockedUmountTest), _) => DEEP,
+            (_, Some(Bug::LazyRetryOnEchild)) => &[Need::WeakMemory(
+                "with one rename, sequentially consistent, the retry's path_init waits for \
+                 rename_lock and then sees the finished rename: only a stale d_seq read (weak \
+                 memory) fails the second lazy attempt too",
+            )],
             _ => &[],
         }
     }
@@ -672,6 +693,21 @@ fn refs_exact(w: &World) -> Result<(), String> {
         }
     });
     broken.map_or(Ok(()), Err)
+}
+
+fn restarts_bounded(w: &World) -> Result<(), String> {
+    for l in w.vfs.lookups().iter() {
+        if l.ref_walk_restarts > 1 || l.reval_restarts > 1 {
+            return Err(format!(
+                "{}'s lookup of {} restarted {} time(s) after -ECHILD and {} after -ESTALE",
+                l.thread,
+                path_text(l),
+                l.ref_walk_restarts,
+                l.reval_restarts
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn no_echild(w: &World) -> Result<(), String> {

@@ -55,6 +55,10 @@ pub const EMBEDDED_LEVELS: usize = 2;
 /// MAXSYMLINKS.
 pub const MAXSYMLINKS: u32 = 40;
 
+/// Lazy attempts the `LazyRetryOnEchild` mutant makes before ref mode (a
+/// bound, so that the model's executions stay finite).
+pub const LAZY_RETRIES: u32 = 2;
+
 /// A defect in the walk (a mutant or a real bug), on top of the current
 /// code; substrate bugs are [`VfsBug`]s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +82,10 @@ pub enum Bug {
     RcuMissSkipsUnlazy,
     /// `filename_lookup` returns -ECHILD instead of restarting in ref mode.
     NoRefWalkRestart,
+    /// `filename_lookup` retries the lazy walk on -ECHILD (up to
+    /// [`LAZY_RETRIES`] times) before falling back to ref mode: under a
+    /// writer that keeps the sequence counts moving it restarts without end.
+    LazyRetryOnEchild,
     /// In ref mode, positivity is read from `d_flags` with a plain load
     /// instead of `smp_load_acquire` (before "fix missing barriers when
     /// checking positivity", v5.5).

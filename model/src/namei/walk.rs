@@ -14,8 +14,8 @@ use crate::vfs::namespace::DOTDOT;
 use crate::vfs::{DentryRef, Path, Vfs};
 
 use super::{
-    Bug, Filename, Flavor, LastType, LookupResult, Nameidata, EMBEDDED_LEVELS, LOOKUP_CACHED,
-    LOOKUP_FOLLOW, LOOKUP_PARENT, LOOKUP_RCU, LOOKUP_REVAL, MAXSYMLINKS, ND_JUMPED,
+    Bug, Filename, Flavor, LastType, LookupResult, Nameidata, EMBEDDED_LEVELS, LAZY_RETRIES,
+    LOOKUP_CACHED, LOOKUP_FOLLOW, LOOKUP_PARENT, LOOKUP_RCU, LOOKUP_REVAL, MAXSYMLINKS, ND_JUMPED,
     ND_ROOT_GRABBED, ND_ROOT_PRESET, WALK_MORE, WALK_NOFOLLOW, WALK_TRAILING,
 };
 
@@ -724,6 +724,16 @@ pub fn filename_lookup(vfs: &Vfs, t: &Task, flavor: Flavor, name: &Filename) -> 
     let id = vfs.lookup_begin(t, &name.comps, name.absolute);
     let mut w = Walk::new(vfs, t, flavor);
     let mut r = path_lookupat(&mut w, name, LOOKUP_FOLLOW | LOOKUP_RCU);
+    let mut retries = 0;
+    while r == Err(Errno::ECHILD) && flavor.has(Bug::LazyRetryOnEchild) && retries < LAZY_RETRIES {
+        retries += 1;
+        vfs.lookup_restart(id, false);
+        w.nd = Nameidata {
+            total_link_count: w.nd.total_link_count,
+            ..Nameidata::new()
+        };
+        r = path_lookupat(&mut w, name, LOOKUP_FOLLOW | LOOKUP_RCU);
+    }
     if r == Err(Errno::ECHILD) && !flavor.has(Bug::NoRefWalkRestart) {
         t.tracepoint("ref_walk_restart");
         vfs.lookup_restart(id, false);
