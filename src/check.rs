@@ -615,15 +615,7 @@ pub fn invariant_witnesses(
         }
         let mut best: Option<Report> = None;
         for v in breakers {
-            let s = model
-                .scenario(v.witness)
-                .ok_or_else(|| format!("{}: witness '{}' is not a scenario", v.name, v.witness))?;
-            let mut c = Check::new(model, v, s, EngineKind::Loom);
-            c.budget.max_preemptions = Some(WITNESS_MAX_PREEMPTIONS);
-            let r = c.run().map_err(|e| e.to_string())?;
-            if !r.matches_expected() || r.record.is_none() {
-                return Err(r.text());
-            }
+            let r = variant_witness(model, v)?;
             let len = |r: &Report| r.record.as_ref().map_or(usize::MAX, |x| x.steps.len());
             if best.as_ref().is_none_or(|b| len(&r) < len(b)) {
                 best = Some(r);
@@ -665,21 +657,41 @@ pub fn verdict_table(checks: impl IntoIterator<Item = Check>) -> VerdictTable {
     table
 }
 
+/// `variant`'s witness: loom on its witness scenario at the fewest
+/// preemptions (bounds 0, 1, … up to [`WITNESS_MAX_PREEMPTIONS`]). An error
+/// names a missing scenario, or gives the report when the verdict differs
+/// from the registry or has no trace.
+pub fn variant_witness(model: &'static dyn Model, v: &'static Variant) -> Result<Report, String> {
+    let s = model
+        .scenario(v.witness)
+        .ok_or_else(|| format!("{}: witness '{}' is not a scenario", v.name, v.witness))?;
+    let mut c = Check::new(model, v, s, EngineKind::Loom);
+    c.budget.max_preemptions = Some(WITNESS_MAX_PREEMPTIONS);
+    let r = c.run().map_err(|e| e.to_string())?;
+    if !r.matches_expected() || r.record.is_none() {
+        return Err(r.text());
+    }
+    Ok(r)
+}
+
+/// A witness report as a snapshot shows it: `model/variant [scenario]`, then
+/// the trace.
+pub fn snapshot_text(r: &Report) -> String {
+    let record = r.record.as_ref().expect("a witness has a trace");
+    format!(
+        "{}/{} [{}]\n{}",
+        r.model,
+        r.variant,
+        r.scenario,
+        render::text_trace(record)
+    )
+}
+
 /// The shortest trace of each invariant's witness ([`invariant_witnesses`]),
-/// rendered for a snapshot: `model/variant [scenario]`, then the trace.
+/// rendered for a snapshot ([`snapshot_text`]).
 pub fn witness_traces(model: &'static dyn Model) -> Result<Vec<(&'static str, String)>, String> {
     Ok(invariant_witnesses(model)?
         .into_iter()
-        .map(|(invariant, r)| {
-            let record = r.record.as_ref().expect("a witness has a trace");
-            let text = format!(
-                "{}/{} [{}]\n{}",
-                r.model,
-                r.variant,
-                r.scenario,
-                render::text_trace(record)
-            );
-            (invariant, text)
-        })
+        .map(|(invariant, r)| (invariant, snapshot_text(&r)))
         .collect())
 }

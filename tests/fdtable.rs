@@ -53,7 +53,6 @@ fn shortest_trace_per_invariant() {
 /// too (`tests/snapshots/fdtable__variant__<name>.snap`).
 #[test]
 fn shortest_trace_per_new_variant() {
-    use vfsmc::render::text_trace;
     let m = model();
     let mut settings = insta::Settings::clone_current();
     settings.set_prepend_module_to_snapshot(false);
@@ -68,16 +67,8 @@ fn shortest_trace_per_new_variant() {
         "fget-light-relaxed-count",
     ] {
         let v = m.variant(name).unwrap();
-        let s = m.scenario(v.witness).unwrap();
-        let mut c = Check::new(m, v, s, EngineKind::Loom);
-        c.budget.max_preemptions = Some(vfsmc::check::WITNESS_MAX_PREEMPTIONS);
-        let r = c.run().unwrap();
-        assert!(r.matches_expected(), "{}", r.text());
-        let trace = format!(
-            "fdtable/{name} [{}]\n{}",
-            s.name,
-            text_trace(r.record.as_ref().expect("a violation has a trace"))
-        );
+        let r = vfsmc::check::variant_witness(m, v).unwrap_or_else(|e| panic!("{e}"));
+        let trace = vfsmc::check::snapshot_text(&r);
         settings.bind(|| insta::assert_snapshot!(format!("fdtable__variant__{name}"), trace));
     }
 }

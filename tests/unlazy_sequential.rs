@@ -16,39 +16,31 @@ use vfsmc_specs::unlazy::{Op, Walker};
 
 /// "/a/b/c" with a symlink /a/l → b, a symlink loop /tmp/l → l, and a
 /// filesystem mounted on /m (hiding /m/x) holding d and a symlink
-/// l → ../a that leaves the mount.
-const TREE: &[Node] = &[
-    Node::Dir("/a"),
-    Node::Dir("/a/b"),
-    Node::File("/a/b/c"),
-    Node::Symlink("/a/l", "b"),
-    Node::Dir("/tmp"),
-    Node::Dir("/tmp/d"),
-    Node::Symlink("/tmp/l", "l"),
-    Node::Dir("/m"),
-    Node::Dir("/m/x"),
-    Node::Mount("/m"),
-    Node::Dir("/m/d"),
-    Node::Symlink("/m/l", "../a"),
-    Node::Cwd("/tmp"),
-];
+/// l → ../a that leaves the mount; the task's cwd as given.
+macro_rules! tree {
+    ($cwd:literal) => {
+        &[
+            Node::Dir("/a"),
+            Node::Dir("/a/b"),
+            Node::File("/a/b/c"),
+            Node::Symlink("/a/l", "b"),
+            Node::Dir("/tmp"),
+            Node::Dir("/tmp/d"),
+            Node::Symlink("/tmp/l", "l"),
+            Node::Dir("/m"),
+            Node::Dir("/m/x"),
+            Node::Mount("/m"),
+            Node::Dir("/m/d"),
+            Node::Symlink("/m/l", "../a"),
+            Node::Cwd($cwd),
+        ]
+    };
+}
+
+const TREE: &[Node] = tree!("/tmp");
 
 /// The same tree with the cwd inside the mount.
-const TREE_CWD_IN_MOUNT: &[Node] = &[
-    Node::Dir("/a"),
-    Node::Dir("/a/b"),
-    Node::File("/a/b/c"),
-    Node::Symlink("/a/l", "b"),
-    Node::Dir("/tmp"),
-    Node::Dir("/tmp/d"),
-    Node::Symlink("/tmp/l", "l"),
-    Node::Dir("/m"),
-    Node::Dir("/m/x"),
-    Node::Mount("/m"),
-    Node::Dir("/m/d"),
-    Node::Symlink("/m/l", "../a"),
-    Node::Cwd("/m/d"),
-];
+const TREE_CWD_IN_MOUNT: &[Node] = tree!("/m/d");
 
 const PATHS: &[&str] = &[
     "/",

@@ -7,7 +7,9 @@
 
 use std::path::Path;
 
-use vfsmc::check::{registry_checks, verdict_table, witness_traces, Check, Report};
+use vfsmc::check::{
+    registry_checks, snapshot_text, variant_witness, verdict_table, witness_traces, Check, Report,
+};
 use vfsmc::corpus::{self, Entry};
 use vfsmc::engine::EngineKind;
 use vfsmc_specs::Model;
@@ -99,21 +101,14 @@ pub fn variant_snapshots(model: &str) {
             continue;
         };
         let s = m.scenario(v.witness).expect("a witness is a scenario");
-        let mut c = Check::new(m, v, s, EngineKind::Loom);
-        if c.engine_limit().is_some() {
+        if Check::new(m, v, s, EngineKind::Loom)
+            .engine_limit()
+            .is_some()
+        {
             continue;
         }
-        c.budget.max_preemptions = Some(vfsmc::check::WITNESS_MAX_PREEMPTIONS);
-        let r = c.run().unwrap();
-        assert!(r.matches_expected(), "{}", r.text());
-        let record = r.record.as_ref().expect("a violation has a trace");
-        let text = format!(
-            "{}/{} [{}]\n{}",
-            r.model,
-            r.variant,
-            r.scenario,
-            vfsmc::render::text_trace(record)
-        );
+        let r = variant_witness(m, v).unwrap_or_else(|e| panic!("{e}"));
+        let text = snapshot_text(&r);
         settings.bind(|| {
             insta::assert_snapshot!(format!("{model}__variant__{}", v.name), text);
         });
