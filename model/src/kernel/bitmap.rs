@@ -1,6 +1,7 @@
 //! Bitmaps with the kernel's non-atomic bit operations and search
-//! (include/linux/bitops.h `__set_bit`/`__clear_bit`/`test_bit`,
-//! include/linux/find.h `find_next_zero_bit`/`find_next_bit`, v6.12).
+//! (include/linux/bitops.h `__set_bit`/`__clear_bit`/`test_bit`, not re-read;
+//! include/linux/find.h `find_next_zero_bit`/`find_next_bit` as read at
+//! torvalds/linux 375c4d158394, a v6.x-era copy; merge not identified).
 //!
 //! The word width is a parameter (`BITS_PER_LONG`): models use small words
 //! (e.g. 4 bits) so "a full word" and "the next word" are reachable in a

@@ -1,5 +1,7 @@
-//! Error pointers (include/linux/err.h, v6.12): a result is a pointer, NULL or
-//! `ERR_PTR(-E…)`. Modelled as a sum type; dereferencing anything but a
+//! Error pointers (include/linux/err.h:IS_ERR as read at torvalds/linux
+//! 5a14da1c1b98, a v3.x-era copy, merge not identified; `IS_ERR` is the same in
+//! copy id 239738719, a version with `IS_ERR_PCPU` of unknown repository): a
+//! result is a pointer, NULL or `ERR_PTR(-E…)`. Modelled as a sum type; dereferencing anything but a
 //! pointer is a violation naming the call site (brief §1.6.1).
 
 use std::fmt;

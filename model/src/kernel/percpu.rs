@@ -1,5 +1,8 @@
-//! CPUs, interrupts, preemption and migration (include/linux/irqflags.h,
-//! include/linux/preempt.h, include/linux/percpu-defs.h, v6.18).
+//! CPUs, interrupts, preemption and migration (include/linux/irqflags.h as
+//! read at torvalds/linux bd8fbdee6562, a v2.6-era copy;
+//! include/linux/percpu-defs.h as read at torvalds/linux 17737d3b5997, a
+//! v3.x-era copy; include/linux/preempt.h not re-read; merges not
+//! identified).
 //!
 //! The adversary is not opt-in. A task placed on a CPU ([`Cpus::run_task`])
 //! sits on it (a [`Seat`] in its [`Task`]), and every primitive consults the

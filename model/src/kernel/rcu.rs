@@ -1,5 +1,7 @@
-//! RCU and slab object lifetimes (include/linux/rcupdate.h, kernel/rcu/tree.c,
-//! mm/slab_common.c; the semantics of brief §7.5, with the v4.20 flavour
+//! RCU and slab object lifetimes (include/linux/rcupdate.h as read at
+//! gregkh/linux 10d525b98aaa, a 6.11.y stable; kernel/rcu/tree.c not re-read;
+//! `kfree` is in mm/slub.c as read at torvalds/linux f6db358deaea,
+//! slab-for-6.18-rc1; the semantics of brief §7.5, with the v4.20 flavour
 //! consolidation).
 //!
 //! Readers announce themselves in a per-reader word; `synchronize_rcu` waits

@@ -1,4 +1,6 @@
-//! seqcount_t and seqlock_t (include/linux/seqlock.h, v6.12).
+//! seqcount_t and seqlock_t (include/linux/seqlock.h as read at gregkh/linux
+//! 10d525b98aaa: the linux-rolling-stable head that the stable tree's
+//! post-receive log of 5 Dec 2024 moved on to 6.12.y, so a 6.11.y stable).
 //!
 //! Writers are serialised by an associated lock; readers never block writers
 //! and instead retry when the count moved. The shape is message passing: a
@@ -8,9 +10,11 @@
 //!
 //! Orderings (brief §7.3): `write_seqcount_begin` = increment then `smp_wmb`;
 //! `write_seqcount_end` = `smp_wmb` then increment; `write_seqcount_invalidate`
-//! = `smp_wmb` then +2; `read_seqcount_begin` waits for an even value loaded
-//! with `smp_load_acquire`; `raw_seqcount_begin` does not wait but clears the
-//! low bit so that an in-progress writer forces a later retry;
+//! = `smp_wmb` then +2; `read_seqcount_begin` spins on a `READ_ONCE` until the
+//! value is even, then `smp_rmb` (here one acquire load per try: the same
+//! ordering once `smp_rmb` is an acquire fence, see `kernel::atomic`);
+//! `raw_seqcount_begin` does not wait but clears the low bit so that an
+//! in-progress writer forces a later retry;
 //! `read_seqcount_retry` = `smp_rmb` then compare; `__read_seqcount_retry`
 //! compares only.
 

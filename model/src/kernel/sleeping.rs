@@ -1,5 +1,7 @@
 //! Sleeping locks and wait queues (kernel/locking/mutex.c, rwsem.c,
-//! include/linux/wait.h, v6.12).
+//! include/linux/wait.h: not re-read; `might_sleep` is
+//! kernel/sched/core.c:__might_sleep as read at torvalds/linux 4353dd3b7078,
+//! a v5.x copy).
 //!
 //! Every acquisition first calls `might_sleep`: blocking inside an RCU
 //! read-side section, under a spinlock, with IRQs off, in interrupt context or

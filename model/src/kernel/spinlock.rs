@@ -1,4 +1,5 @@
-//! spinlock_t and the data it guards (include/linux/spinlock.h, v6.12).
+//! spinlock_t and the data it guards (include/linux/spinlock.h as read at
+//! torvalds/linux bd3c97a7c718, a v2.6-era copy; merge not identified).
 //!
 //! `spin_lock` is ACQUIRE and `spin_unlock` RELEASE: critical sections of one
 //! lock are totally ordered and each unlock→lock is a happens-before edge

@@ -4,8 +4,9 @@
 //! "non-blocking walk" flag. `might_sleep` and lockdep read this; only the
 //! primitives in this crate change it.
 //!
-//! Lock order (kernel/locking/lockdep.c, v6.12, reduced to what a model
-//! needs): every acquisition while another lock is held adds an edge
+//! Lock order (kernel/locking/lockdep.c:check_prev_add → check_noncircular
+//! and check_deadlock as read at torvalds/linux baf9c8c18436, a v4.14-era
+//! copy, merge not identified; reduced to what a model needs): every acquisition while another lock is held adds an edge
 //! "held class → new class" to the execution's lock graph. Taking a class
 //! that can already reach a held class is an inversion (a possible ABBA
 //! deadlock), reported as `lock_order` with the step where each order was
@@ -380,7 +381,8 @@ impl Task {
         }
     }
 
-    /// kernel/sched/core.c:__might_sleep — a sleeping primitive `func` (on
+    /// kernel/sched/core.c:__might_sleep (read at torvalds/linux
+    /// 4353dd3b7078, a v5.x copy) — a sleeping primitive `func` (on
     /// `arg`, e.g. the lock) is about to block; that is a bug in atomic
     /// context. Also catches a non-blocking walk that would sleep.
     pub fn might_sleep(&self, func: &'static str, arg: Option<Name>) {
