@@ -66,7 +66,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "correct-use",
         expected: Expected::Holds,
         witness: "",
-        kernel: "include/linux/{seqlock,lockref,rcupdate,spinlock,err,irqflags}.h (v6.12)",
+        kernel: "include/linux/{seqlock,rcupdate,spinlock,err,irqflags}.h, lib/lockref.c: each at the copy its misuse variant names",
         about: "every primitive used as the kernel uses it: seqcount read/retry, lockref get under a lock holder, RCU removal freed by call_rcu, mutex outside RCU, data under its own lock, IS_ERR checked, per-CPU update with IRQs off, cmpxchg_double loop",
         code: Use::Correct,
     },
@@ -74,7 +74,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "seqcount-retry-without-rmb",
         expected: Expected::Violates("seq_consistent"),
         witness: "seqcount",
-        kernel: "include/linux/seqlock.h:read_seqcount_retry (v6.12)",
+        kernel: "include/linux/seqlock.h:read_seqcount_retry (read at gregkh/linux 10d525b98aaa, 6.11.y stable)",
         about: "the reader's retry omits smp_rmb (__read_seqcount_retry where the loads are unordered): the data loads may read inside the write section and the count still compare equal; a weak-memory bug, found by loom only",
         code: Use::SeqcountRetryWithoutRmb,
     },
@@ -82,7 +82,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "seqcount-begin-without-wmb",
         expected: Expected::Violates("seq_consistent"),
         witness: "seqcount",
-        kernel: "include/linux/seqlock.h:write_seqcount_begin (v6.12)",
+        kernel: "include/linux/seqlock.h:write_seqcount_begin (read at gregkh/linux 10d525b98aaa, 6.11.y stable)",
         about: "the writer omits the smp_wmb after its first increment: a reader may see new data with the old even count; a weak-memory bug, found by loom only",
         code: Use::SeqcountBeginWithoutWmb,
     },
@@ -90,7 +90,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "seqcount-no-retry",
         expected: Expected::Violates("seq_consistent"),
         witness: "seqcount",
-        kernel: "include/linux/seqlock.h:read_seqcount_begin (v6.12)",
+        kernel: "include/linux/seqlock.h:read_seqcount_begin (read at gregkh/linux 10d525b98aaa, 6.11.y stable)",
         about: "the reader uses its data without read_seqcount_retry: a torn read, found by every engine",
         code: Use::SeqcountNoRetry,
     },
@@ -98,7 +98,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "lockref-lockless-ignores-lock",
         expected: Expected::Violates("lockref_locked_section"),
         witness: "lockref",
-        kernel: "lib/lockref.c:CMPXCHG_LOOP (v6.12)",
+        kernel: "lib/lockref.c:CMPXCHG_LOOP (copy id 181051326: a 2018–2023 version, repository unknown)",
         about: "the lockless path does not check the embedded lock before its cmpxchg (LockrefFlavor::IgnoresLock), so a lockref_get lands inside a holder's critical section",
         code: Use::LockrefIgnoresLock,
     },
@@ -106,7 +106,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "rcu-free-without-grace-period",
         expected: Expected::Violates("use_after_free"),
         witness: "rcu",
-        kernel: "include/linux/rcupdate.h:call_rcu (v6.12)",
+        kernel: "include/linux/rcupdate.h:call_rcu (read at gregkh/linux 10d525b98aaa, 6.11.y stable)",
         about: "the updater unpublishes the object and kfree()s it at once instead of after a grace period; a reader still holding the pointer touches freed memory",
         code: Use::RcuFreeWithoutGracePeriod,
     },
@@ -114,7 +114,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "rcu-free-twice",
         expected: Expected::Violates("double_free"),
         witness: "rcu",
-        kernel: "mm/slab_common.c:kfree (v6.12)",
+        kernel: "mm/slub.c:kfree (read at torvalds/linux f6db358deaea, slab-for-6.18-rc1)",
         about: "the updater waits for a grace period and kfree()s the object, and also queues a call_rcu callback that frees it again",
         code: Use::RcuFreeTwice,
     },
@@ -122,7 +122,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "rcu-deref-unchecked",
         expected: Expected::Violates("null_deref"),
         witness: "rcu",
-        kernel: "include/linux/rcupdate.h:rcu_dereference (v6.12)",
+        kernel: "include/linux/rcupdate.h:rcu_dereference (read at gregkh/linux 10d525b98aaa, 6.11.y stable)",
         about: "the reader dereferences what rcu_dereference returned without checking for NULL after a concurrent removal",
         code: Use::RcuDerefUnchecked,
     },
@@ -130,7 +130,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "rcu-unlock-twice",
         expected: Expected::Violates("rcu_balance"),
         witness: "rcu",
-        kernel: "include/linux/rcupdate.h:rcu_read_unlock (v6.12)",
+        kernel: "include/linux/rcupdate.h:rcu_read_unlock (read at gregkh/linux 10d525b98aaa, 6.11.y stable)",
         about: "the reader calls rcu_read_unlock once more than rcu_read_lock",
         code: Use::RcuUnlockTwice,
     },
@@ -138,7 +138,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "might-sleep-in-rcu",
         expected: Expected::Violates("might_sleep"),
         witness: "sleep",
-        kernel: "kernel/sched/core.c:__might_sleep (v6.12)",
+        kernel: "kernel/sched/core.c:__might_sleep (read at torvalds/linux 4353dd3b7078, a v5.x copy; merge not identified)",
         about: "mutex_lock inside an RCU read-side critical section",
         code: Use::MightSleepInRcu,
     },
@@ -146,7 +146,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "spinlock-wrong-lock",
         expected: Expected::Violates("lockdep"),
         witness: "lockdep",
-        kernel: "include/linux/lockdep.h:lockdep_assert_held (v6.12)",
+        kernel: "include/linux/lockdep.h:lockdep_assert_held (read at torvalds/linux ed7df43bc7b1, a v4.15-era copy; merge not identified)",
         about: "data guarded by a_lock is updated by a task holding b_lock",
         code: Use::SpinlockWrongLock,
     },
@@ -154,7 +154,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "lock-order-inversion",
         expected: Expected::Violates("lock_order"),
         witness: "lock-order",
-        kernel: "kernel/locking/lockdep.c:check_noncircular (v6.12)",
+        kernel: "kernel/locking/lockdep.c:check_prev_add → check_noncircular (read at torvalds/linux baf9c8c18436, a v4.14-era copy; merge not identified)",
         about: "one task takes a_lock then a node lock, the other a node lock then a_lock: an ABBA order lockdep reports before any deadlock happens",
         code: Use::LockOrderInversion,
     },
@@ -162,7 +162,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "nested-without-annotation",
         expected: Expected::Violates("lock_order"),
         witness: "lock-order",
-        kernel: "kernel/locking/lockdep.c:check_deadlock (v6.12); fs/dcache.c DENTRY_D_LOCK_NESTED",
+        kernel: "kernel/locking/lockdep.c:check_deadlock (read at torvalds/linux baf9c8c18436, a v4.14-era copy; merge not identified); fs/dcache.c DENTRY_D_LOCK_NESTED",
         about: "a child's node lock is taken under its parent's (same class) with spin_lock instead of spin_lock_nested: possible recursive locking",
         code: Use::NestedWithoutAnnotation,
     },
@@ -170,7 +170,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "err-ptr-deref",
         expected: Expected::Violates("err_ptr_deref"),
         witness: "errptr",
-        kernel: "include/linux/err.h:IS_ERR (v6.12)",
+        kernel: "include/linux/err.h:IS_ERR (read at torvalds/linux 5a14da1c1b98, a v3.x-era copy; merge not identified)",
         about: "a lookup's result is used without IS_ERR, and a concurrent removal makes it ERR_PTR(-ENOENT)",
         code: Use::ErrPtrDeref,
     },
@@ -178,7 +178,7 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "irq-window-nonatomic",
         expected: Expected::Violates("percpu_count"),
         witness: "irq",
-        kernel: "include/linux/percpu-defs.h:__this_cpu_add (v6.12)",
+        kernel: "include/linux/percpu-defs.h:__this_cpu_add (read at torvalds/linux 17737d3b5997, a v3.x-era copy; merge not identified)",
         about: "a per-CPU counter incremented as a plain load and store with IRQs enabled: an interrupt between them loses its own increment",
         code: Use::IrqWindowNonatomic,
     },
@@ -507,8 +507,9 @@ struct SeqState {
     b: Atomic,
 }
 
-/// include/linux/seqlock.h (v6.12): a writer section under the associated
-/// lock, and a reader that begins, reads, and retries unless told not to.
+/// include/linux/seqlock.h (read at gregkh/linux 10d525b98aaa, 6.11.y
+/// stable): a writer section under the associated lock, and a reader that
+/// begins, reads, and retries unless told not to.
 fn seqcount(how: Use, world: &Arc<World>) {
     let flavor = match how {
         Use::SeqcountRetryWithoutRmb => SeqcountFlavor::RetryWithoutRmb,
@@ -565,7 +566,8 @@ fn seqcount(how: Use, world: &Arc<World>) {
 
 // --- lockref -------------------------------------------------------------
 
-/// lib/lockref.c (v6.12): a lockless lockref_get racing with a lock holder.
+/// lib/lockref.c (copy id 181051326, a 2018–2023 version of unknown
+/// repository): a lockless lockref_get racing with a lock holder.
 fn lockref(how: Use, w: &Arc<World>) {
     let flavor = if how == Use::LockrefIgnoresLock {
         LockrefFlavor::IgnoresLock
@@ -609,7 +611,8 @@ struct RcuState {
     gp: Atomic,
 }
 
-/// include/linux/rcupdate.h, mm/slab_common.c (v6.12): a reader of an
+/// include/linux/rcupdate.h (read at gregkh/linux 10d525b98aaa, 6.11.y stable), mm/slub.c:kfree
+/// (read at torvalds/linux f6db358deaea, slab-for-6.18-rc1): a reader of an
 /// RCU-protected pointer against an updater that removes and frees.
 fn rcu(how: Use, w: &Arc<World>) {
     let s = Arc::new(RcuState {
@@ -924,8 +927,8 @@ fn lockref_dead(how: Use, w: &Arc<World>) {
 
 // --- sleeping in atomic context -------------------------------------------
 
-/// kernel/sched/core.c:__might_sleep (v6.12): a mutex taken by a task that
-/// also reads under RCU.
+/// kernel/sched/core.c:__might_sleep (read at torvalds/linux 4353dd3b7078,
+/// a v5.x copy): a mutex taken by a task that also reads under RCU.
 fn sleep(how: Use, _: &Arc<World>) {
     let m = Arc::new((
         sleeping::Mutex::new("m"),
@@ -965,8 +968,9 @@ fn sleep(how: Use, _: &Arc<World>) {
 
 // --- lockdep ---------------------------------------------------------------
 
-/// include/linux/lockdep.h:lockdep_assert_held (v6.12): data guarded by one
-/// lock, updated by two tasks.
+/// include/linux/lockdep.h:lockdep_assert_held (read at torvalds/linux
+/// ed7df43bc7b1, a v4.15-era copy): data guarded by one lock, updated by two
+/// tasks.
 fn lockdep(how: Use, _: &Arc<World>) {
     let a = SpinLock::new("a_lock");
     let b = SpinLock::new("b_lock");
@@ -1009,8 +1013,10 @@ fn lockdep(how: Use, _: &Arc<World>) {
 
 // --- lock order ------------------------------------------------------------
 
-/// kernel/locking/lockdep.c (v6.12): a global lock and two instances of one
-/// lock class nested parent → child, as `d_lock` is in the dcache.
+/// kernel/locking/lockdep.c:check_prev_add, check_deadlock (read at
+/// torvalds/linux baf9c8c18436, a v4.14-era copy): a global lock and two
+/// instances of one lock class nested parent → child, as `d_lock` is in the
+/// dcache.
 fn lock_order(how: Use, _: &Arc<World>) {
     let node = intern("node_lock");
     let s = Arc::new((
@@ -1049,8 +1055,9 @@ fn lock_order(how: Use, _: &Arc<World>) {
 
 // --- error pointers --------------------------------------------------------
 
-/// include/linux/err.h (v6.12): a lookup that returns ERR_PTR(-ENOENT) once
-/// the entry is gone.
+/// include/linux/err.h:IS_ERR (read at torvalds/linux 5a14da1c1b98, a
+/// v3.x-era copy): a lookup that returns ERR_PTR(-ENOENT) once the entry is
+/// gone.
 fn errptr(how: Use, _: &Arc<World>) {
     let lock = SpinLock::new("tbl_lock");
     let table = Locked::new(&lock, Some(7u64));
@@ -1107,8 +1114,10 @@ struct IrqState {
     task_phase: std::sync::atomic::AtomicU8,
 }
 
-/// include/linux/percpu-defs.h, include/linux/irqflags.h (v6.12): a per-CPU
-/// counter bumped by a task and by an interrupt handler on the same CPU.
+/// include/linux/percpu-defs.h:__this_cpu_add (read at torvalds/linux
+/// 17737d3b5997, a v3.x-era copy), include/linux/irqflags.h:local_irq_save
+/// (read at torvalds/linux bd8fbdee6562, a v2.6-era copy): a per-CPU counter
+/// bumped by a task and by an interrupt handler on the same CPU.
 fn irq(how: Use, w: &Arc<World>) {
     use std::sync::atomic::Ordering::SeqCst;
     let s = Arc::new(IrqState {
