@@ -65,6 +65,8 @@ fn shortest_trace_per_new_variant() {
         "range-close-keeps-stale-table",
         "dup-fd-keeps-stale-table",
         "fget-light-relaxed-count",
+        "init-file-count-first",
+        "close-on-exec-puts-before-unpublish",
     ] {
         let v = m.variant(name).unwrap();
         let r = vfsmc::check::variant_witness(m, v).unwrap_or_else(|e| panic!("{e}"));
@@ -91,6 +93,11 @@ mod sequential_reference {
         prop_oneof![
             4 => Just(Op::Open),
             1 => Just(Op::OpenFails),
+            1 => Just(Op::OpenDenied),
+            1 => Just(Op::OpenCloexec),
+            1 => Just(Op::Exec),
+            1 => Just(Op::OpenElsewhere),
+            1 => fd.clone().prop_map(Op::FgetTask),
             2 => Just(Op::Close(Fd::Last)),
             2 => fd.clone().prop_map(|n| Op::Close(Fd::N(n))),
             1 => (fd.clone(), fd.clone()).prop_map(|(a, b)| Op::Dup2(a, b)),
@@ -130,7 +137,8 @@ mod sequential_reference {
             ..ProptestConfig::default()
         })]
 
-        /// open/close/close_range/dup2/dup3/F_DUPFD/fget/fdget/expand, one
+        /// open (O_PATH, O_CLOEXEC, refused by an LSM)/close/close_range/
+        /// dup2/dup3/F_DUPFD/fget/fdget/pidfd_getfd/execve/expand, one
         /// thread at a time: the model returns what the reference, written
         /// from the man pages, returns.
         #[test]
@@ -174,6 +182,27 @@ mod documented_errors {
         let (model, reference) = both(&ops);
         let want = vec![Ok(0), Err(Errno::Ebadf), Err(Errno::Einval)];
         assert_eq!(reference, want, "the reference reads the man page");
+        assert_eq!(model, want, "the model is wrong where it differs");
+    }
+
+    /// execve(2) closes the fds marked close-on-exec; dup(2): "the
+    /// close-on-exec flag (FD_CLOEXEC) for the duplicate descriptor is
+    /// off", for dup2 and F_DUPFD alike (fs/file.c's do_dup2 and f_dupfd
+    /// pass no O_CLOEXEC, do_close_on_exec reads only close_on_exec).
+    #[test]
+    fn exec_closes_only_the_cloexec_fd_not_its_duplicates() {
+        let ops = [
+            Op::OpenCloexec,
+            Op::Dup2(3, 4),
+            Op::DupFd { fd: 3, min: 0 },
+            Op::Exec,
+            Op::Fget(3),
+            Op::Fget(4),
+            Op::FgetTask(5),
+        ];
+        let (model, reference) = both(&ops);
+        let want = vec![Ok(3), Ok(4), Ok(5), Ok(0), Err(Errno::Ebadf), Ok(4), Ok(5)];
+        assert_eq!(reference, want, "the reference reads the man pages");
         assert_eq!(model, want, "the model is wrong where it differs");
     }
 

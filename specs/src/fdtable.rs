@@ -14,10 +14,11 @@ use std::sync::{Arc, Mutex};
 use arbitrary::Unstructured;
 use vfsmc_model::exec;
 use vfsmc_model::fdtable::{
-    __fget_light, alloc_empty_file, close_fd, close_range, close_range_unshare, do_prlimit, dup2,
-    dup_fd, fcntl_dupfd, fd_install, fget, fget_done, fput, get_unused_fd_flags, ksys_dup3,
-    put_files_struct, put_unused_fd, sysctl_nr_open_write, Base, Bug, Claim, Errno, Fd as FdRef,
-    FgetState, FileId, Flavor, Fs, Init, FMODE_PATH, NR_OPEN_DEFAULT, SYSCTL_NR_OPEN,
+    __fget_light, alloc_empty_file, close_fd, close_range, close_range_unshare, do_close_on_exec,
+    do_prlimit, dup2, dup_fd, fcntl_dupfd, fd_install, fget, fget_done, fget_task, fput,
+    get_unused_fd_flags, ksys_dup3, put_files_struct, put_unused_fd, sysctl_nr_open_write, Base,
+    Bug, Claim, Errno, Fd as FdRef, FgetState, FileId, Flavor, Fs, Init, FMODE_PATH,
+    NR_OPEN_DEFAULT, SYSCTL_NR_OPEN,
 };
 use vfsmc_model::kernel::task::Task;
 use vfsmc_model::trace::{Context, Name};
@@ -38,8 +39,14 @@ pub enum Op {
     Open,
     /// open(2) with O_PATH: the file's f_mode has FMODE_PATH.
     OpenPath,
+    /// open(2) with O_CLOEXEC: the fd's close_on_exec bit is set.
+    OpenCloexec,
     /// An open that fails after reserving its fd: alloc_fd, put_unused_fd.
     OpenFails,
+    /// An open an LSM refuses in init_file (security_file_alloc: -ENOMEM):
+    /// alloc_fd, alloc_empty_file recycling a file's memory and handing it
+    /// back with kmem_cache_free, put_unused_fd.
+    OpenDenied,
     Close(Fd),
     /// close_range(first, last, 0).
     CloseRange(u32, u32),
@@ -57,6 +64,15 @@ pub enum Op {
     },
     /// fget(fd) then fput.
     Fget(u32),
+    /// Another process's fget_task(fd) on this table (pidfd_getfd(2)), then
+    /// fput.
+    FgetTask(u32),
+    /// execve(2) by a thread whose table nobody shares (exec unshares
+    /// first): do_close_on_exec.
+    Exec,
+    /// Another process opens a file and closes it again: its struct file
+    /// comes from the same filp cache, and is installed in no table here.
+    OpenElsewhere,
     /// fdget(fd) then fdput (__fget_light).
     Fdget(u32),
     /// fork(): dup_fd.
@@ -72,13 +88,18 @@ pub enum Op {
 /// What an operation returned: an fd (or 0), or an errno.
 pub type OpResult = Result<u32, Errno>;
 
-fn open(fs: &Fs, t: &Task, mode: u64) -> OpResult {
-    let r = get_unused_fd_flags(fs, t, false);
-    if let Ok(fd) = r {
-        let file = alloc_empty_file(fs, t, mode);
-        fd_install(fs, t, fd, file);
+fn open(fs: &Fs, t: &Task, mode: u64, cloexec: bool, refusal: Option<Errno>) -> OpResult {
+    let fd = get_unused_fd_flags(fs, t, cloexec)?;
+    match alloc_empty_file(fs, t, mode, refusal) {
+        Ok(file) => {
+            fd_install(fs, t, fd, file);
+            Ok(fd)
+        }
+        Err(e) => {
+            put_unused_fd(fs, t, fd);
+            Err(e)
+        }
     }
-    r
 }
 
 /// Runs one thread program against `fs`, returning each call's result.
@@ -87,12 +108,17 @@ pub fn run_program(fs: &Fs, t: &Task, ops: &[Op]) -> Vec<OpResult> {
     let mut results = Vec::new();
     for op in ops {
         let r = match *op {
-            Op::Open | Op::OpenPath => {
+            Op::Open | Op::OpenPath | Op::OpenCloexec => {
                 let mode = if *op == Op::OpenPath { FMODE_PATH } else { 0 };
-                let r = open(fs, t, mode);
+                let r = open(fs, t, mode, *op == Op::OpenCloexec, None);
                 last = r.ok().or(last);
                 r
             }
+            Op::OpenDenied => open(fs, t, 0, false, Some(Errno::Enomem)),
+            Op::OpenElsewhere => alloc_empty_file(fs, t, 0, None).map(|file| {
+                fput(fs, t, file);
+                0
+            }),
             Op::OpenFails => {
                 let r = get_unused_fd_flags(fs, t, false);
                 if let Ok(fd) = r {
@@ -126,6 +152,21 @@ pub fn run_program(fs: &Fs, t: &Task, ops: &[Op]) -> Vec<OpResult> {
                 };
                 fget_done(fs, t);
                 r
+            }
+            Op::FgetTask(fd) => {
+                let r = match fget_task(fs, t, fd) {
+                    Some(file) => {
+                        fput(fs, t, file.obj);
+                        Ok(fd)
+                    }
+                    None => Err(Errno::Ebadf),
+                };
+                fget_done(fs, t);
+                r
+            }
+            Op::Exec => {
+                do_close_on_exec(fs, t);
+                Ok(0)
             }
             Op::Fdget(fd) => {
                 let r = match __fget_light(fs, t, fd) {
@@ -169,11 +210,32 @@ pub fn run_program(fs: &Fs, t: &Task, ops: &[Op]) -> Vec<OpResult> {
 /// `SetRlimit` never goes above the default `fs.nr_open`.
 #[derive(Clone, Debug)]
 pub struct Reference {
-    /// Open fds: the file (an opaque number) each refers to, and whether it
-    /// was opened with O_PATH.
-    pub open: BTreeMap<u32, (u32, bool)>,
+    /// Open fds and what each refers to.
+    pub open: BTreeMap<u32, OpenFd>,
     pub rlimit: u32,
     next_file: u32,
+}
+
+/// An open fd as the man pages describe it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenFd {
+    /// The open file description (an opaque number).
+    pub file: u32,
+    /// Opened with O_PATH.
+    pub path: bool,
+    /// FD_CLOEXEC (open(2) O_CLOEXEC; dup2, dup3 without O_CLOEXEC and
+    /// F_DUPFD leave it off on the new fd).
+    pub cloexec: bool,
+}
+
+impl OpenFd {
+    fn new(file: u32, path: bool, cloexec: bool) -> OpenFd {
+        OpenFd {
+            file,
+            path,
+            cloexec,
+        }
+    }
 }
 
 impl Reference {
@@ -182,7 +244,7 @@ impl Reference {
             open: init
                 .fds
                 .iter()
-                .map(|&(fd, f)| (fd, (f as u32, false)))
+                .map(|&(fd, f)| (fd, OpenFd::new(f as u32, false, false)))
                 .collect(),
             rlimit: init.rlimit,
             next_file: init.nfiles as u32,
@@ -204,8 +266,19 @@ impl Reference {
         }
     }
 
-    fn file_at(&self, fd: u32) -> Result<(u32, bool), Errno> {
+    fn file_at(&self, fd: u32) -> Result<OpenFd, Errno> {
         self.open.get(&fd).copied().ok_or(Errno::Ebadf)
+    }
+
+    /// A new fd for the same open file description, without FD_CLOEXEC.
+    fn duplicate(&mut self, fd: u32, of: OpenFd) {
+        self.open.insert(
+            fd,
+            OpenFd {
+                cloexec: false,
+                ..of
+            },
+        );
     }
 
     /// dup2(2)/dup3(2): EBADF when oldfd is not open or newfd is out of the
@@ -223,7 +296,7 @@ impl Reference {
             return Err(Errno::Ebadf);
         }
         let f = self.file_at(old)?;
-        self.open.insert(new, f);
+        self.duplicate(new, f);
         Ok(new)
     }
 
@@ -235,16 +308,21 @@ impl Reference {
 
     fn step(&mut self, op: Op, last: &mut Option<u32>) -> OpResult {
         match op {
-            Op::Open | Op::OpenPath => {
+            Op::Open | Op::OpenPath | Op::OpenCloexec => {
                 let r = self.lowest_from(0);
                 if let Ok(fd) = r {
-                    self.open.insert(fd, (self.next_file, op == Op::OpenPath));
+                    let file =
+                        OpenFd::new(self.next_file, op == Op::OpenPath, op == Op::OpenCloexec);
+                    self.open.insert(fd, file);
                     self.next_file += 1;
                     *last = Some(fd);
                 }
                 r
             }
             Op::OpenFails => self.lowest_from(0),
+            // open(2): ENOMEM, "insufficient kernel memory was available";
+            // no fd is left open.
+            Op::OpenDenied => self.lowest_from(0).and(Err(Errno::Enomem)),
             Op::Close(a) => {
                 let fd = match a {
                     Fd::N(n) => n,
@@ -272,7 +350,7 @@ impl Reference {
                 }
                 let r = self.lowest_from(min);
                 if let Ok(n) = r {
-                    self.open.insert(n, f);
+                    self.duplicate(n, f);
                     *last = Some(n);
                 }
                 r
@@ -280,9 +358,18 @@ impl Reference {
             // An O_PATH fd is refused by operations other than the few
             // open(2) lists, with EBADF.
             Op::Fget(fd) | Op::Fdget(fd) => match self.file_at(fd)? {
-                (_, true) => Err(Errno::Ebadf),
+                OpenFd { path: true, .. } => Err(Errno::Ebadf),
                 _ => Ok(fd),
             },
+            // pidfd_getfd(2): EBADF when fd is not open in the target.
+            Op::FgetTask(fd) => self.file_at(fd).map(|_| fd),
+            // execve(2): "file descriptors marked close-on-exec are closed".
+            Op::Exec => {
+                self.open.retain(|_, f| !f.cloexec);
+                Ok(0)
+            }
+            // Another process's open touches no fd here.
+            Op::OpenElsewhere => Ok(0),
             Op::Fork => Ok(0),
             Op::Exit | Op::SetNrOpen(_) | Op::CloseRangeUnshare(..) => {
                 unreachable!("the reference runs no Exit, SetNrOpen or CloseRangeUnshare")
@@ -356,13 +443,16 @@ pub fn generated_init() -> Init {
 // --- scenarios -------------------------------------------------------------
 
 /// A scenario made concrete: the state it starts from, what each thread
-/// runs (every thread shares the table: `files->count` starts at their
-/// number), and whether the RCU grace-period kthread runs beside the threads
-/// (else pending callbacks run at the end, after every thread joined).
+/// runs, how many of the threads (the last ones) are other processes that
+/// reach the table only through the task (fget_task) or use the filp cache
+/// (the rest share the table: `files->count` starts at their number), and
+/// whether the RCU grace-period kthread runs beside the threads (else
+/// pending callbacks run at the end, after every thread joined).
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub init: Init,
     pub threads: Vec<Vec<Op>>,
+    pub others: usize,
     pub gp_kthread: bool,
 }
 
@@ -370,6 +460,7 @@ fn plan(init: Init, threads: &[&[Op]], gp_kthread: bool) -> Plan {
     Plan {
         init,
         threads: threads.iter().map(|p| p.to_vec()).collect(),
+        others: 0,
         gp_kthread,
     }
 }
@@ -472,6 +563,35 @@ fn fget_vs_recycle(_: &[u8]) -> Plan {
     )
 }
 
+fn fget_vs_denied_open(_: &[u8]) -> Plan {
+    plan(
+        three_open(),
+        &[
+            &[Op::Fget(1)],
+            &[Op::Close(Fd::N(1)), Op::OpenDenied, Op::Open],
+        ],
+        false,
+    )
+}
+
+/// fds 0-2 open; T0 opens fd 3 with O_CLOEXEC and execs; T1 (another
+/// process) takes fd 3 with pidfd_getfd; T2 (a third process) opens and
+/// closes a file, recycling file memory.
+fn exec_vs_fget_task(_: &[u8]) -> Plan {
+    Plan {
+        others: 2,
+        ..plan(
+            three_open(),
+            &[
+                &[Op::OpenCloexec, Op::Exec],
+                &[Op::FgetTask(3)],
+                &[Op::OpenElsewhere],
+            ],
+            false,
+        )
+    }
+}
+
 fn dupfd_vs_close(_: &[u8]) -> Plan {
     plan(
         three_open(),
@@ -533,6 +653,7 @@ fn generated(input: &[u8]) -> Plan {
     Plan {
         init: generated_init(),
         threads: decode(input),
+        others: 0,
         gp_kthread: false,
     }
 }
@@ -709,6 +830,28 @@ const SCENARIOS: &[Row] = &[
         tier: Tier::Pr,
         generated: false,
         plan: fget_vs_recycle,
+    },
+    Scenario {
+        name: "fget-vs-denied-open",
+        about: "fds 0-2 open; T0 fget(1) while T1 closes fd 1, then opens twice, the first \
+                open refused by an LSM in init_file: both opens recycle fd 1's file memory, \
+                the refused one hands it back with kmem_cache_free",
+        goals: &["fget_dead_file", "security_file_alloc_refused"],
+        loom_bound: None,
+        tier: Tier::Pr,
+        generated: false,
+        plan: fget_vs_denied_open,
+    },
+    Scenario {
+        name: "exec-vs-fget-task",
+        about: "fds 0-2 open; T0 opens fd 3 with O_CLOEXEC and execs (do_close_on_exec on its \
+                unshared table) while another process takes fd 3 with pidfd_getfd \
+                (fget_task) and a third opens and closes a file, recycling file memory",
+        goals: &["fget_dead_file"],
+        loom_bound: Some(2),
+        tier: Tier::Pr,
+        generated: false,
+        plan: exec_vs_fget_task,
     },
     Scenario {
         name: "dupfd-vs-close",
@@ -928,6 +1071,29 @@ const VARIANTS: &[Variant<Flavor>] = &[
         code: cur(Bug::FgetChecksModeBeforeRef),
     },
     Variant {
+        name: "init-file-count-first",
+        expected: Expected::Violates("file_ref_balanced"),
+        witness: "fget-vs-denied-open",
+        kernel: "fs/file_table.c:init_file (mutant of 0ede61d8589c's rule, v6.7: \
+                 \"initialize f_ref last\"; read at v7.1-rc1 ef3da345)",
+        about: "the count is set before security_file_alloc: a stale fget's get succeeds on \
+                memory an LSM-refused open hands back with kmem_cache_free, and the next open's \
+                init_file overwrites that reader's reference",
+        code: cur(Bug::InitFileCountFirst),
+    },
+    Variant {
+        name: "fsnotify-mode-after-ref-init",
+        expected: Expected::Holds,
+        witness: "",
+        kernel: "fs/file_table.c:init_file (711f9b8fbe4f, v6.14-rc fixes, Feb 2025; moved \
+                 back before file_ref_init by 1219e0feaefc, v7.0: Jan Kara, \"functionally it \
+                 doesn't really matter\")",
+        about: "file_set_fsnotify_mode writes f_mode after file_ref_init: a stale get can land \
+                on the half-built file, but it fails fget's slot re-check and never reads \
+                f_mode (a read of a half-built f_mode is judged by file_fields_after_ref)",
+        code: cur(Bug::FsnotifyModeAfterRefInit),
+    },
+    Variant {
         name: "free-fdtable-without-grace-period",
         expected: Expected::Violates("use_after_free"),
         witness: "expand-vs-fget",
@@ -970,6 +1136,17 @@ const VARIANTS: &[Variant<Flavor>] = &[
         about: "after filp_close with file_lock dropped, the bitmap of a table an expansion \
                 has replaced and RCU freed is searched",
         code: cur(Bug::RangeCloseKeepsStaleTable),
+    },
+    Variant {
+        name: "close-on-exec-puts-before-unpublish",
+        expected: Expected::Violates("fget_linearizable"),
+        witness: "exec-vs-fget-task",
+        kernel: "fs/file.c:do_close_on_exec (mutant of its slot-then-close order, read at \
+                 v7.1-rc1 ef3da345)",
+        about: "filp_close runs before the slot is cleared: the closed file's memory is \
+                recycled by another process while the slot still points at it, and \
+                pidfd_getfd returns that process's file as fd 3",
+        code: cur(Bug::CloseOnExecPutsBeforeUnpublish),
     },
     Variant {
         name: "dup-fd-keeps-stale-table",
@@ -1099,7 +1276,8 @@ const INVARIANTS: &[Inv] = &[
     Invariant {
         name: "file_ref_balanced",
         about: "F10 (raised by the model): no put finds the count in the dead zone \
-                (__file_ref_put_badval's WARN_ONCE)",
+                (__file_ref_put_badval's WARN_ONCE), and init_file's file_ref_init never \
+                overwrites a count a reader holds a reference in",
         check: Check::Raised,
     },
     Invariant {
@@ -1170,7 +1348,7 @@ impl Spec for Fdtable {
     }
 
     fn execute(flavor: Flavor, plan: &Plan, watch: &Watch<Self>) {
-        let sharers = plan.threads.len() as u32;
+        let sharers = (plan.threads.len() - plan.others) as u32;
         let world = Arc::new(World {
             fs: Fs::new(flavor, &plan.init, sharers),
             seen: Mutex::new(Vec::with_capacity(plan.threads.len())),
@@ -1574,18 +1752,28 @@ fn decode_op(byte: &mut impl FnMut() -> u8) -> Op {
     }
 }
 
+/// Whether [`decode`] has bytes for `op`.
+fn encodable(op: &Op) -> bool {
+    !matches!(
+        op,
+        Op::Exit
+            | Op::SetNrOpen(_)
+            | Op::CloseRangeUnshare(..)
+            | Op::OpenDenied
+            | Op::OpenCloexec
+            | Op::FgetTask(_)
+            | Op::Exec
+            | Op::OpenElsewhere
+    )
+}
+
 /// Encodes 2-3 thread programs as scenario bytes for [`decode`] (programs
 /// longer than 3 calls are cut; fds and mins must be below 6, limits 2-16;
-/// `Exit`, `SetNrOpen` and `CloseRangeUnshare` have no encoding and are left
-/// out).
+/// the calls [`encodable`] refuses are left out).
 pub fn encode(threads: &[Vec<Op>]) -> Vec<u8> {
     let mut out = vec![(threads.len() as u8).saturating_sub(2)];
     for ops in threads {
-        let ops: Vec<&Op> = ops
-            .iter()
-            .filter(|op| !matches!(op, Op::Exit | Op::SetNrOpen(_) | Op::CloseRangeUnshare(..)))
-            .take(3)
-            .collect();
+        let ops: Vec<&Op> = ops.iter().filter(|op| encodable(op)).take(3).collect();
         out.push((ops.len() as u8).saturating_sub(1));
         for op in ops {
             match *op {
@@ -1602,7 +1790,14 @@ pub fn encode(threads: &[Vec<Op>]) -> Vec<u8> {
                 Op::CloseRange(a, b) => out.extend([9, a as u8, b as u8]),
                 Op::Dup3(a, b) => out.extend([10, a as u8, b as u8]),
                 Op::Fdget(n) => out.extend([11, n as u8]),
-                Op::Exit | Op::SetNrOpen(_) | Op::CloseRangeUnshare(..) => {}
+                Op::Exit
+                | Op::SetNrOpen(_)
+                | Op::CloseRangeUnshare(..)
+                | Op::OpenDenied
+                | Op::OpenCloexec
+                | Op::FgetTask(_)
+                | Op::Exec
+                | Op::OpenElsewhere => {}
             }
         }
     }

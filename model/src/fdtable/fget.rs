@@ -1,5 +1,6 @@
 //! struct file references and the lockless lookups: alloc_empty_file and
-//! init_file, fput, __fget_files_rcu / fget / fget_raw, __fget_light
+//! init_file, fput, __fget_files_rcu / fget / fget_raw / fget_task,
+//! __fget_light
 //! (fs/file.c and fs/file_table.c; current read at the v7.1-rc1
 //! `vfs-7.1-rc1.misc` merge ef3da345, v6.13+ logic; the v6.10 base takes
 //! `f_count` with atomic_long_inc_not_zero). Files are SLAB_TYPESAFE_BY_RCU
@@ -12,14 +13,31 @@ use crate::kernel::task::Task;
 use crate::trace::Show;
 
 use super::file_ref::{self, file_ref_get, file_ref_put};
-use super::{Bug, FgetState, File, FileId, Fs, FMODE_PATH};
+use super::{Bug, Errno, FgetState, File, FileId, Fs, FMODE_NONOTIFY_PERM, FMODE_PATH};
 
 /// How traces show `f_mode`.
 fn mode_label(v: u64) -> String {
-    if v & FMODE_PATH != 0 {
-        "FMODE_PATH".to_string()
-    } else {
+    let names: Vec<&str> = [
+        (FMODE_PATH, "FMODE_PATH"),
+        (FMODE_NONOTIFY_PERM, "FMODE_NONOTIFY_PERM"),
+    ]
+    .into_iter()
+    .filter(|&(bit, _)| v & bit != 0)
+    .map(|(_, name)| name)
+    .collect();
+    if names.is_empty() {
         "0".to_string()
+    } else {
+        names.join("|")
+    }
+}
+
+/// The `f_mode` init_file leaves for an open with `mode`: current kernels
+/// add FMODE_NONOTIFY_PERM (file_set_fsnotify_mode).
+fn complete_mode(fs: &Fs, mode: u64) -> u64 {
+    match fs.flavor.base {
+        super::Base::V6_10 => mode,
+        super::Base::Current => mode | FMODE_NONOTIFY_PERM,
     }
 }
 
@@ -33,33 +51,89 @@ pub(super) fn fresh_file(fs: &Fs, obj: u64, refs: u64, mode: u64) -> File {
             Show::With(file_ref::file_ref_label),
         ),
     };
+    let mode = complete_mode(fs, mode);
     File {
         f_ref: Atomic::with_format(name, file_ref::raw_for(fs.flavor.base, refs), show),
         f_mode: Atomic::with_format(format!("file#{obj}.f_mode"), mode, Show::With(mode_label)),
     }
 }
 
-/// fs/file_table.c:init_file for recycled memory, which a stale lockless
-/// reader may still look at: the fields first, the count last
-/// (file_ref_init), so no reader's get succeeds on a half-built file.
-fn init_file(fs: &Fs, t: &Task, obj: ObjRef, mode: u64) {
+/// security/security.c:security_file_alloc as one open's LSMs answer it
+/// (`refusal`: their blob allocation or file_alloc_security hook fails).
+fn security_file_alloc(t: &Task, refusal: Option<Errno>) -> Result<(), Errno> {
+    let _f = t.enter("security_file_alloc");
+    match refusal {
+        Some(e) => {
+            t.tracepoint("security_file_alloc_refused");
+            t.note("an LSM refuses the file: -ENOMEM", &[]);
+            Err(e)
+        }
+        None => Ok(()),
+    }
+}
+
+/// fs/file_table.c:init_file (read at the v7.1-rc1 `vfs-7.1-rc1.misc` merge
+/// ef3da345) for recycled memory, which a stale lockless reader may still
+/// look at: security_file_alloc first (a refusal makes the caller free the
+/// memory), then the fields, the count last (file_ref_init: "we're
+/// SLAB_TYPESAFE_BY_RCU so initialize f_ref last"), so no reader's get
+/// succeeds on a file that is half built or never opened. The
+/// InitFileCountFirst mutant sets the count before security_file_alloc;
+/// FsnotifyModeAfterRefInit (711f9b8fbe4f) writes `f_mode`'s fsnotify bits
+/// after the count.
+fn init_file(
+    fs: &Fs,
+    t: &Task,
+    obj: ObjRef,
+    mode: u64,
+    refusal: Option<Errno>,
+) -> Result<(), Errno> {
     let _f = t.enter("init_file");
     let f = fs.filp.get(t, obj);
-    f.f_mode.write_once(t, mode);
-    file_ref::file_ref_init(fs, t, &f);
+    fs.ghost().half_built.push(obj);
+    if fs.flavor.has(Bug::InitFileCountFirst) {
+        file_ref::file_ref_init(fs, t, obj, &f);
+    }
+    let allowed = security_file_alloc(t, refusal);
+    if allowed.is_ok() {
+        if fs.flavor.has(Bug::FsnotifyModeAfterRefInit) {
+            f.f_mode.write_once(t, mode);
+            file_ref::file_ref_init(fs, t, obj, &f);
+            f.f_mode.write_once(t, complete_mode(fs, mode));
+        } else {
+            f.f_mode.write_once(t, complete_mode(fs, mode));
+            if !fs.flavor.has(Bug::InitFileCountFirst) {
+                file_ref::file_ref_init(fs, t, obj, &f);
+            }
+        }
+    }
+    fs.ghost().half_built.retain(|&o| o != obj);
+    allowed
 }
 
 /// fs/file_table.c:alloc_empty_file: a new struct file with one reference
-/// and mode `mode` (FMODE_PATH for an O_PATH open).
-pub fn alloc_empty_file(fs: &Fs, t: &Task, mode: u64) -> ObjRef {
+/// and mode `mode` (FMODE_PATH for an O_PATH open), or the error of an LSM
+/// that refuses it (`refusal`), the memory then handed back to the cache at
+/// once with kmem_cache_free.
+pub fn alloc_empty_file(
+    fs: &Fs,
+    t: &Task,
+    mode: u64,
+    refusal: Option<Errno>,
+) -> Result<ObjRef, Errno> {
     let _f = t.enter("alloc_empty_file");
     let _slab = fs.filp_cachep.lock();
     let next = fs.filp.count() as u64 + 1;
     let obj = fs.filp.alloc(t, || fresh_file(fs, next, 1, mode), |_| {});
-    if fs.file_id(obj).gen > 1 {
-        init_file(fs, t, obj, mode);
+    let done = if fs.file_id(obj).gen > 1 {
+        init_file(fs, t, obj, mode, refusal)
+    } else {
+        security_file_alloc(t, refusal)
+    };
+    if done.is_err() {
+        fs.filp.free(t, obj, "kmem_cache_free");
     }
-    obj
+    done.map(|()| obj)
 }
 
 /// fs/file_table.c:fput: drop a reference; the last one frees the file (at
@@ -112,7 +186,17 @@ fn read_f_mode(fs: &Fs, t: &Task, file: ObjRef) -> u64 {
         Some(FgetState::Borrowing { .. }) => fs.files.count.peek() == 1,
         _ => false,
     };
+    let half_built = fs.ghost().half_built.contains(&file);
     let mode = fs.filp.get(t, file).f_mode.read_once(t);
+    if half_built {
+        t.violation(
+            "file_fields_after_ref",
+            format!(
+                "{} read {id}'s f_mode while init_file is still building it",
+                t.name()
+            ),
+        );
+    }
     if !allowed {
         t.violation(
             "file_fields_after_ref",
@@ -139,8 +223,9 @@ fn get_ref(fs: &Fs, t: &Task, fd: u32, file: ObjRef) -> Option<FileId> {
         return None;
     }
     let id = fs.file_id(file);
-    fs.ghost()
-        .fgets
+    let mut gh = fs.ghost();
+    gh.reader_refs.push((t.name(), file));
+    gh.fgets
         .insert(t.name(), FgetState::Holding { fd, file: id });
     Some(id)
 }
@@ -226,6 +311,14 @@ pub fn fget(fs: &Fs, t: &Task, fd: u32) -> Option<FileId> {
 /// fs/file.c:fget_raw: as fget, O_PATH files included (mask 0).
 pub fn fget_raw(fs: &Fs, t: &Task, fd: u32) -> Option<FileId> {
     let _f = t.enter("fget_raw");
+    __fget_files(fs, t, fd, 0)
+}
+
+/// fs/file.c:fget_task: the file at `fd` in another task's table
+/// (pidfd_getfd(2), /proc/<pid>/fd): __fget_files with mask 0, under
+/// task_lock (not modelled: `task->files` does not change here).
+pub fn fget_task(fs: &Fs, t: &Task, fd: u32) -> Option<FileId> {
+    let _f = t.enter("fget_task");
     __fget_files(fs, t, fd, 0)
 }
 

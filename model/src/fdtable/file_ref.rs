@@ -69,16 +69,42 @@ pub fn file_ref_read(base: Base, raw: u64) -> u64 {
 /// (tokio-rs/loom#254), which would let a stale reader's increment of the
 /// old, dead count survive the store (a false livelock of fget). As an RMW
 /// the store is ordered after every increment it overwrites, as on a CPU.
-pub fn file_ref_init(fs: &Fs, t: &Task, f: &super::File) {
+/// The store assumes nobody holds a reference on the memory: a reader whose
+/// get succeeded before it loses that reference (`file_ref_balanced`).
+pub fn file_ref_init(fs: &Fs, t: &Task, file: ObjRef, f: &super::File) {
     let one = raw_for(fs.flavor.base, 1);
     let mut seen = f.f_ref.atomic_read(t);
     loop {
         let now = f.f_ref.cmpxchg_relaxed(t, seen, one);
         if now == seen {
-            return;
+            break;
         }
         seen = now;
         crate::sync::yield_now();
+    }
+    let holder = fs
+        .ghost()
+        .reader_refs
+        .iter()
+        .find(|&&(_, f)| f == file)
+        .map(|&(who, _)| who);
+    if let Some(holder) = holder {
+        t.violation(
+            "file_ref_balanced",
+            format!(
+                "file_ref_init on {} overwrote the count while {holder} holds a reference on it",
+                fs.filp.label(file)
+            ),
+        );
+    }
+}
+
+/// Ghost, right after a put's decrement (no engine operation between): a
+/// reader that held a reference on `file` holds it no more.
+fn reader_put(fs: &Fs, t: &Task, file: ObjRef) {
+    let mut gh = fs.ghost();
+    if let Some(i) = gh.reader_refs.iter().position(|&r| r == (t.name(), file)) {
+        gh.reader_refs.remove(i);
     }
 }
 
@@ -172,10 +198,13 @@ pub fn file_ref_put(fs: &Fs, t: &Task, file: ObjRef) -> bool {
     let _f = t.enter("file_ref_put");
     let f = fs.filp.get(t, file);
     if fs.flavor.base == Base::V6_10 {
-        return f.f_ref.atomic_dec_and_test(t);
+        let last = f.f_ref.atomic_dec_and_test(t);
+        reader_put(fs, t, file);
+        return last;
     }
     t.set_preempt_count(t.preempt_count() + 1);
     let cnt = f.f_ref.atomic_sub_return(t, 1);
+    reader_put(fs, t, file);
     let last = if (cnt as i64) >= 0 {
         false
     } else if cnt == FILE_REF_NOREF {

@@ -7,7 +7,7 @@ use crate::kernel::atomic::smp_rmb;
 use crate::kernel::rcu::ObjRef;
 use crate::kernel::spinlock::SpinGuard;
 use crate::kernel::task::Task;
-use crate::trace::{Effect, Val};
+use crate::trace::{Effect, Parts, Val};
 
 use super::alloc::{__put_unused_fd, __set_open_fd, alloc_fd};
 use super::expand::{self, fdtable_size};
@@ -152,6 +152,62 @@ fn __range_close(fs: &Fs, t: &Task, fd: u32, max_fd: u32) -> u32 {
     }
     g.unlock();
     closed
+}
+
+/// fs/file.c:do_close_on_exec (read at the v7.1-rc1 `vfs-7.1-rc1.misc`
+/// merge ef3da345). Exec has unshared the table first, so beside it run only
+/// lockless readers that reach it through the task (fget_task). Word by
+/// word under file_lock: re-read the table, take the word's close_on_exec
+/// bits and clear it, then for each set bit whose slot holds a file clear
+/// the slot, give the fd back and drop file_lock around filp_close. The
+/// CloseOnExecPutsBeforeUnpublish mutant closes the file before it clears
+/// the slot.
+pub fn do_close_on_exec(fs: &Fs, t: &Task) {
+    let _f = t.enter("do_close_on_exec");
+    let mut g = fs.files.file_lock.spin_lock(t);
+    for word in 0.. {
+        let first = word * BITS_PER_LONG;
+        let fdt = fs.tables.get(t, fs.files_fdtable_locked());
+        if first >= fdt.max_fds {
+            break;
+        }
+        let set = take_close_on_exec_word(&g, &fdt, word);
+        for fd in (first..first + BITS_PER_LONG).filter(|fd| set >> (fd - first) & 1 == 1) {
+            let file = fdt.fd[fd as usize].rcu_dereference(t);
+            if file == 0 {
+                continue;
+            }
+            if fs.flavor.has(Bug::CloseOnExecPutsBeforeUnpublish) {
+                g.unlock();
+                filp_close(fs, t, fd, file);
+                g = fs.files.file_lock.spin_lock(t);
+            }
+            fs.ghost().installed.remove(&fd);
+            fdt.fd[fd as usize].rcu_assign_pointer(t, 0);
+            __put_unused_fd(fs, t, &g, &fdt, fd);
+            if !fs.flavor.has(Bug::CloseOnExecPutsBeforeUnpublish) {
+                g.unlock();
+                filp_close(fs, t, fd, file);
+                g = fs.files.file_lock.spin_lock(t);
+            }
+        }
+    }
+    g.unlock();
+}
+
+/// `set = fdt->close_on_exec[word]; fdt->close_on_exec[word] = 0` as one
+/// step (file_lock held): the word's bits, one per fd of the word.
+fn take_close_on_exec_word(g: &SpinGuard<'_>, fdt: &FdTable, word: u32) -> u64 {
+    let mut set = 0;
+    fdt.bits.apply(g, |b| {
+        let (old, part) = b.close_on_exec.take_word(word);
+        set = old;
+        Effect::Update {
+            scope: None,
+            parts: Parts::one(part),
+        }
+    });
+    set
 }
 
 /// fs/file.c:close_range (flags 0): -EINVAL when fd > max_fd, else close

@@ -21,8 +21,9 @@
 //! touching a freed table is a use-after-free.
 //!
 //! Abstracted away: the Spectre index masking (`array_index_nospec`) and the
-//! `VFS_BUG_ON`/`WARN_ON` slot checks of `fd_install`; exec (close_on_exec
-//! is kept but only fork and close_range's flags would read it);
+//! `VFS_BUG_ON`/`WARN_ON` slot checks of `fd_install`; exec's unshare_files
+//! (do_close_on_exec runs on a table nobody shares; other processes reach it
+//! only through fget_task);
 //! `filp_close` is just the final `fput`, and `fput` frees at once instead of
 //! through task_work; CLOSE_RANGE_UNSHARE/CLOEXEC. Sizes are shrunk: a word
 //! has [`BITS_PER_LONG`] bits, the embedded table [`NR_OPEN_DEFAULT`] slots,
@@ -53,10 +54,10 @@ use crate::trace::{Name, Show};
 
 pub use alloc::{alloc_fd, get_unused_fd_flags, put_unused_fd};
 pub use expand::expand_files;
-pub use fget::{__fget_light, alloc_empty_file, fget, fget_done, fget_raw, fput, Fd};
+pub use fget::{__fget_light, alloc_empty_file, fget, fget_done, fget_raw, fget_task, fput, Fd};
 pub use install::{
-    close_fd, close_range, close_range_unshare, dup2, dup_fd, f_dupfd, fcntl_dupfd, fd_install,
-    ksys_dup3, put_files_struct,
+    close_fd, close_range, close_range_unshare, do_close_on_exec, dup2, dup_fd, f_dupfd,
+    fcntl_dupfd, fd_install, ksys_dup3, put_files_struct,
 };
 
 /// BITS_PER_LONG, shrunk so that a full word is a few opens away.
@@ -68,6 +69,10 @@ pub const NR_OPEN_DEFAULT: u32 = BITS_PER_LONG;
 pub const SYSCTL_NR_OPEN: u32 = 4 * BITS_PER_LONG;
 /// FMODE_PATH: the file was opened with O_PATH (fget refuses it).
 pub const FMODE_PATH: u64 = 1 << 14;
+/// FMODE_NONOTIFY_PERM: init_file sets it on every new file since
+/// 711f9b8fbe4f (file_set_fsnotify_mode; v6.14-rc fixes, Feb 2025), so a
+/// complete current `f_mode` always has it.
+pub const FMODE_NONOTIFY_PERM: u64 = 1 << 25;
 
 /// Errors the operations return (the kernel's negative errnos).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -76,6 +81,8 @@ pub enum Errno {
     Ebusy,
     Emfile,
     Einval,
+    /// security_file_alloc refused the file (an LSM's blob allocation).
+    Enomem,
 }
 
 /// The code base a variant starts from.
@@ -146,6 +153,14 @@ pub enum Bug {
     /// Mutant of 0ede61d8589c's rule: __fget_files_rcu reads `f_mode`
     /// before it holds a reference.
     FgetChecksModeBeforeRef,
+    /// Mutant of 0ede61d8589c's rule: init_file sets the count first, before
+    /// security_file_alloc can still fail and hand the memory back with
+    /// kmem_cache_free, so a stale reader's get on recycled memory succeeds
+    /// on a file that is never opened.
+    InitFileCountFirst,
+    /// 711f9b8fbe4f (fixed by 1219e0feaefc, v7.0): init_file's
+    /// file_set_fsnotify_mode writes `f_mode` after file_ref_init.
+    FsnotifyModeAfterRefInit,
     /// A reordering inside file_lock that must hold: __set_open_fd marks
     /// the word full in full_fds_bits before it sets the open bit (a
     /// mid-section state no other CPU can see).
@@ -162,6 +177,10 @@ pub enum Bug {
     /// Mutant of __range_close: after dropping file_lock for filp_close it
     /// keeps the table it read before.
     RangeCloseKeepsStaleTable,
+    /// Mutant of do_close_on_exec: filp_close runs before the slot is
+    /// cleared, so a lockless reader can still load the closed file's
+    /// pointer after its memory was recycled.
+    CloseOnExecPutsBeforeUnpublish,
     /// Mutant of dup_fd's resize loop: after re-taking the parent's
     /// file_lock it keeps the table it read before.
     DupFdKeepsStaleTable,
@@ -358,6 +377,12 @@ pub struct Ghost {
     pub installed: BTreeMap<u32, FileId>,
     /// Lookups begun so far (numbers each one).
     pub lookups: u32,
+    /// File objects whose init_file has begun and not finished: a reader
+    /// must never see their fields.
+    pub half_built: Vec<ObjRef>,
+    /// The references lockless readers hold: (reader, file object), from
+    /// the get that succeeded to the decrement of their put.
+    pub reader_refs: Vec<(Name, ObjRef)>,
 }
 
 /// The initial state of a scenario.

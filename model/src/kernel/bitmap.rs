@@ -103,6 +103,21 @@ impl Bitmap {
         }
     }
 
+    /// `set = map[i]; map[i] = 0`: the word as it was, and the trace part.
+    pub fn take_word(&mut self, i: u32) -> (u64, Part) {
+        let old = std::mem::take(&mut self.words[i as usize]);
+        let show = Show::Bits {
+            nbits: self.word_bits as u8,
+            word_bits: self.word_bits as u8,
+        };
+        let part = Part::Store {
+            var: self.name,
+            old: Val::with(old, show),
+            new: Val::with(0, show),
+        };
+        (old, part)
+    }
+
     /// The whole bitmap as a trace value (`1110 0000`).
     ///
     /// # Panics
