@@ -1,6 +1,10 @@
 //! The kernel's litmus tests (tools/memory-model/litmus-tests and
-//! Documentation/litmus-tests/{atomic,locking,rcu}, v6.12), each written
-//! against vfsmc's kernel primitives and judged by the engines.
+//! Documentation/litmus-tests/{atomic,locking,rcu}), each written
+//! against vfsmc's kernel primitives and judged by the engines. Each test
+//! names the torvalds/linux copy of its `.litmus` file that was read
+//! ([`LitmusTest::copy`]); the copies differ in age (from before Nov 2020
+//! to at least late 2021 where the text dates them) and every `Result:`
+//! line and `exists` clause in them is the one registered here.
 //!
 //! A test is a variant of the `litmus` model. Its `exists` clause is the
 //! invariant `exists`: a test whose documented result is `Never` must hold
@@ -43,8 +47,10 @@
 //! 119e1ef80ecf's store buffering between fs/namespace.c:__legitimize_mnt
 //! (count increment, `smp_mb()`, re-read of `mount_lock`) and
 //! mntput_no_expire's slow path (`lock_mount_hash()` bumps the seqcount,
-//! `smp_mb()`, count read), as read at vfs-7.3-rc1.mount; without the two
-//! barriers (the code before that commit) both sides can miss each other.
+//! `smp_mb()`, count read), as read at torvalds/linux c3d6d6dde3a3
+//! (vfs-7.3-rc1.mount), where the slow path is mntput_no_expire_slowpath;
+//! without the two barriers (the code before that commit, not read here)
+//! both sides can miss each other.
 
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -209,6 +215,17 @@ pub struct LitmusTest {
     pub about: &'static str,
     /// loom cannot express this verdict: why.
     pub loom: Option<LoomLimit>,
+    /// The copy of the kernel file the test was checked against; every
+    /// test but the engine probes names one.
+    pub copy: Option<KernelCopy>,
+}
+
+/// A stored copy of a kernel file: the torvalds/linux commit it was read
+/// at and what is known of its age.
+#[derive(Clone, Copy)]
+pub struct KernelCopy {
+    pub commit: &'static str,
+    pub era: &'static str,
 }
 
 const TOOLS: &str = "tools/memory-model/litmus-tests";
@@ -219,6 +236,32 @@ const RCU: &str = "Documentation/litmus-tests/rcu";
 pub const PROBE: &str = "vfsmc engine probe";
 /// The directory of kernel code shapes (see the module doc).
 pub const SHAPES: &str = "vfsmc kernel code shape";
+/// The kernel code the [`SHAPES`] tests are cut from.
+const SHAPE_CODE: &str = "fs/namespace.c:__legitimize_mnt and mntput_no_expire_slowpath";
+
+// What is known of the age of each kernel copy read (find_files lists one
+// stored version per file; the merge it was taken at is mostly unknown, so
+// the era comes from the file's own text where it can).
+/// The typed declarations (`{ int x; }`) that 1947bfcf81a9 "Add types to
+/// litmus tests" added (tip core/rcu, Dec 2020) and 5c587f9b9c35 "Remove
+/// redundant initialization in litmus tests" removed (tip locking/core,
+/// Feb 2021).
+const TYPED: &str = "a copy with the typed declarations of 1947bfcf81a9, \
+     which 5c587f9b9c35 removed again: Nov 2020 to Feb 2021";
+const ADD_TYPES: &str = "the commit 'tools/memory-model: Add types to litmus tests', Nov 2020";
+const DRM_2021: &str = "'Merge drm/drm-next into drm-intel-gt-next', Jan 2021, \
+     with the typed declarations of 1947bfcf81a9";
+const BEFORE_TYPES: &str = "a copy older than 1947bfcf81a9 (Nov 2020): \
+     no typed declarations and no Producer/Consumer comments";
+const AFTER_TYPES: &str = "a copy without types but with the Producer/Consumer \
+     comments, so after 5c587f9b9c35 (Feb 2021)";
+const UNLOCK_LOCK: &str = "a tree that has the unlock-lock tests, \
+     added by a patch series of autumn 2021; merge not identified";
+const UNDATED: &str = "merge not identified";
+const MOUNT_7_3: &str = "vfs-7.3-rc1.mount: the smp_mb pair of 119e1ef80ecf \
+     'fix __legitimize_mnt()/mntput() race'";
+const MOUNT_7_3_WITHOUT_MB: &str = "vfs-7.3-rc1.mount with the two smp_mb \
+     of 119e1ef80ecf taken out; the code before that commit was not read";
 /// The clause of the message-passing probes.
 const PROBE_MP: &str = "0:r0=1 /\\ 0:r1=0 /\\ 1:r2=1 /\\ 1:r3=2";
 
@@ -958,6 +1001,7 @@ const fn test(
         clause,
         about,
         loom: None,
+        copy: None,
     }
 }
 
@@ -972,6 +1016,12 @@ impl LitmusTest {
     const fn sequentially_consistent(self) -> LitmusTest {
         LitmusTest {
             weak: false,
+            ..self
+        }
+    }
+    const fn read_at(self, commit: &'static str, era: &'static str) -> LitmusTest {
+        LitmusTest {
+            copy: Some(KernelCopy { commit, era }),
             ..self
         }
     }
@@ -992,158 +1042,205 @@ use LoomLimit::{CannotObserve, LoomBug, Vacuous, WeakerThanLkmm};
 pub static TESTS: &[LitmusTest] = &[
     test("CoRR+poonceonce+Once", TOOLS, Never, &[w_x1, corr_p1],
         |o| o.r(1, "r0") == 1 && o.r(1, "r1") == 0, "1:r0=1 /\\ 1:r1=0",
-        "two reads of one location by one thread never go back in coherence order"),
+        "two reads of one location by one thread never go back in coherence order")
+        .read_at("84a83eba5c5a", TYPED),
     test("CoRW+poonceonce+Once", TOOLS, Never, &[corw_p0, w_x2],
         |o| o.x == 2 && o.r(0, "r0") == 2, "x=2 /\\ 0:r0=2",
-        "a read never sees a store that is coherence-after the reader's own later store"),
+        "a read never sees a store that is coherence-after the reader's own later store")
+        .read_at("84a83eba5c5a", TYPED),
     test("CoWR+poonceonce+Once", TOOLS, Never, &[cowr_p0, w_x2],
         |o| o.x == 1 && o.r(0, "r0") == 2, "x=1 /\\ 0:r0=2",
-        "a read after a thread's own store never sees a store coherence-before it"),
+        "a read after a thread's own store never sees a store coherence-before it")
+        .read_at("1947bfcf81a9", ADD_TYPES),
     test("CoWW+poonceonce", TOOLS, Never, &[coww_p0],
         |o| o.x == 1, "x=1",
-        "two stores of one thread to one location keep program order in coherence"),
+        "two stores of one thread to one location keep program order in coherence")
+        .read_at("cbecf716ca61", TYPED),
     test("IRIW+fencembonceonces+OnceOnce", TOOLS, Never, &[w_x1, iriw_mb_p1, w_y1, iriw_mb_p3],
         iriw_exists, "1:r0=1 /\\ 1:r1=0 /\\ 3:r0=1 /\\ 3:r1=0",
-        "smp_mb between the reads makes two readers agree on the order of independent writes"),
+        "smp_mb between the reads makes two readers agree on the order of independent writes")
+        .read_at("8db90aa36063", TYPED),
     test("IRIW+poonceonces+OnceOnce", TOOLS, Sometimes, &[w_x1, iriw_p1, w_y1, iriw_p3],
         iriw_exists, "1:r0=1 /\\ 1:r1=0 /\\ 3:r0=1 /\\ 3:r1=0",
-        "without barriers two readers may see independent writes in opposite orders"),
+        "without barriers two readers may see independent writes in opposite orders")
+        .read_at("b7e1a1e9ae49", UNDATED),
     test("ISA2+pooncelock+pooncelock+pombonce", TOOLS, Never, &[locked_xy_p0, isa2_lock_p1, isa2_lock_p2],
         isa2_lock_exists, "1:r0=1 /\\ 2:r2=1 /\\ 2:r1=0",
         "store ordering from two critical sections of one lock is visible to an outside smp_mb reader")
-        .loom(WeakerThanLkmm("in C11 the outside thread's relaxed read of z synchronises with nothing, and a SeqCst fence on one side alone orders nothing; LKMM's lock ordering is cumulative")),
+        .loom(WeakerThanLkmm("in C11 the outside thread's relaxed read of z synchronises with nothing, and a SeqCst fence on one side alone orders nothing; LKMM's lock ordering is cumulative"))
+        .read_at("2313f4700327", TYPED),
     test("ISA2+poonceonces", TOOLS, Sometimes, &[xy_p0, isa2_p1, isa2_p2],
         chain3_exists, "1:r0=1 /\\ 2:r0=1 /\\ 2:r1=0",
-        "an unordered three-thread message-passing chain can lose the first store"),
+        "an unordered three-thread message-passing chain can lose the first store")
+        .read_at("8c1dccc80380", TYPED),
     test("ISA2+pooncerelease+poacquirerelease+poacquireonce", TOOLS, Never, &[x_release_y_p0, isa2_rel_p1, isa2_rel_p2],
         chain3_exists, "1:r0=1 /\\ 2:r0=1 /\\ 2:r1=0",
-        "a release-acquire chain with one non-reads-from link orders the first store before the last read"),
+        "a release-acquire chain with one non-reads-from link orders the first store before the last read")
+        .read_at("2555693dd85c", UNDATED),
     test("LB+fencembonceonce+ctrlonceonce", TOOLS, Never, &[lb_ctrl_p0, lb_mb_p1],
         lb_exists, "0:r0=1 /\\ 1:r0=1",
         "a control dependency and smp_mb forbid load buffering")
-        .loom(Vacuous(NO_LB)),
+        .loom(Vacuous(NO_LB))
+        .read_at("102056180529", TYPED),
     test("LB+poacquireonce+pooncerelease", TOOLS, Never, &[lb_release_p0, lb_acquire_p1],
         lb_exists, "0:r0=1 /\\ 1:r0=1",
         "a release-acquire pair forbids load buffering")
-        .loom(Vacuous(NO_LB)),
+        .loom(Vacuous(NO_LB))
+        .read_at("0b77b9706662", UNDATED),
     test("LB+poonceonces", TOOLS, Sometimes, &[lb_p0, lb_p1],
         lb_exists, "0:r0=1 /\\ 1:r0=1",
         "without ordering each load may read the other thread's later store")
-        .loom(CannotObserve(LOAD_BUFFERING)),
+        .loom(CannotObserve(LOAD_BUFFERING))
+        .read_at("281a94b0f2f0", TYPED),
     test("LB+unlocklockonceonce+poacquireonce", TOOLS, Never, &[lb_unlocklock_p0, lb_unlocklock_p1],
         lb_unlocklock_exists, "0:r1=1 /\\ 1:r2=1",
         "critical sections of different locks on one CPU execute in order")
-        .loom(Vacuous(NO_LB)),
+        .loom(Vacuous(NO_LB))
+        .read_at("0cfa80d3c398", UNLOCK_LOCK),
     test("MP+fencewmbonceonce+fencermbonceonce", TOOLS, Never, &[mp_wmb_p0, mp_rmb_p1],
         mp_exists, "1:r0=1 /\\ 1:r1=0",
-        "smp_wmb paired with smp_rmb forbids message-passing reordering"),
+        "smp_wmb paired with smp_rmb forbids message-passing reordering")
+        .read_at("415e915fdfc7", TYPED),
     test("MP+onceassign+derefonce", TOOLS, Never, &[mp_assign_p0, mp_deref_p1],
         mp_deref_exists, "1:r0=x /\\ 1:r1=0",
         "rcu_assign_pointer and rcu_dereference hide pre-initialisation contents from a reader (rcu_dereference is an acquire load here, stronger than the address dependency LKMM relies on)")
-        .init([0, PTR_Z, 0], true),
+        .init([0, PTR_Z, 0], true)
+        .read_at("84a83eba5c5a", TYPED),
     test("MP+polockmbonce+poacquiresilsil", TOOLS, Never, &[lock_mb_x_p0, silsil_p1],
         silsil_exists, "1:r1=1 /\\ 1:r2=0 /\\ 1:r3=1",
         "spin_lock with smp_mb__after_spinlock is seen in order by a spin_is_locked observer")
-        .loom(Vacuous(SIL_IS_SC)),
+        .loom(Vacuous(SIL_IS_SC))
+        .read_at("3d34933a1c9a", BEFORE_TYPES),
     test("MP+polockonce+poacquiresilsil", TOOLS, Sometimes, &[lock_x_p0, silsil_p1],
         silsil_exists, "1:r1=1 /\\ 1:r2=0 /\\ 1:r3=1",
         "without smp_mb__after_spinlock a spin_is_locked observer may see the lock taken after the section's store")
-        .loom(CannotObserve(WEAK_LOCK_STATE)),
+        .loom(CannotObserve(WEAK_LOCK_STATE))
+        .read_at("fbda16fbaf29", AFTER_TYPES),
     test("MP+polocks", TOOLS, Never, &[mp_polocks_p0, mp_polocks_p1],
         mp_exists, "1:r0=1 /\\ 1:r1=0",
-        "lock and unlock stand in for acquire and release in message passing"),
+        "lock and unlock stand in for acquire and release in message passing")
+        .read_at("b6ff30849ca7", TYPED),
     test("MP+poonceonces", TOOLS, Sometimes, &[xy_p0, mp_p1],
         mp_exists, "1:r0=1 /\\ 1:r1=0",
-        "unordered message passing can see the flag without the data"),
+        "unordered message passing can see the flag without the data")
+        .read_at("d263dfa7d269", DRM_2021),
     test("MP+pooncerelease+poacquireonce", TOOLS, Never, &[x_release_y_p0, mp_acquire_p1],
         mp_exists, "1:r0=1 /\\ 1:r1=0",
-        "smp_store_release paired with smp_load_acquire forbids message-passing reordering"),
+        "smp_store_release paired with smp_load_acquire forbids message-passing reordering")
+        .read_at("3765d01bab73", AFTER_TYPES),
     test("MP+porevlocks", TOOLS, Never, &[mp_revlocks_p0, mp_revlocks_p1],
         mp_revlocks_exists, "0:r0=1 /\\ 0:r1=0",
-        "a lock holder sees every access its predecessor made before releasing the lock"),
+        "a lock holder sees every access its predecessor made before releasing the lock")
+        .read_at("550d14e3942c", AFTER_TYPES),
     test("MP+unlocklockonceonce+fencermbonceonce", TOOLS, Never, &[mp_unlocklock_p0, mp_rmb_r1r2_p1],
         mp_r1r2_exists, "1:r1=1 /\\ 1:r2=0",
         "stores of two critical sections on one CPU propagate in order, even under different locks")
-        .loom(WeakerThanLkmm("C11 gives no order between an unlock and a lock of different locks, LKMM does (po-unlock-lock-po)")),
+        .loom(WeakerThanLkmm("C11 gives no order between an unlock and a lock of different locks, LKMM does (po-unlock-lock-po)"))
+        .read_at("9695e7a856bf", UNLOCK_LOCK),
     test("R+fencembonceonces", TOOLS, Never, &[r_mb_p0, r_mb_p1],
         r_exists, "y=2 /\\ 1:r0=0",
-        "smp_mb on both sides forbids the R pattern"),
+        "smp_mb on both sides forbids the R pattern")
+        .read_at("9d4d8572a539", TYPED),
     test("R+poonceonces", TOOLS, Sometimes, &[xy_p0, r_p1],
         r_exists, "y=2 /\\ 1:r0=0",
-        "without barriers a store may be overwritten while the other thread reads stale data"),
+        "without barriers a store may be overwritten while the other thread reads stale data")
+        .read_at("84a83eba5c5a", TYPED),
     test("S+fencewmbonceonce+poacquireonce", TOOLS, Never, &[s_wmb_p0, lb_acquire_p1],
         s_exists, "x=2 /\\ 1:r0=1",
-        "smp_wmb and an acquire order a store before a later store of another thread"),
+        "smp_wmb and an acquire order a store before a later store of another thread")
+        .read_at("b5630b0af3ca", UNDATED),
     test("S+poonceonces", TOOLS, Sometimes, &[s_p0, lb_p1],
         s_exists, "x=2 /\\ 1:r0=1",
-        "without ordering a thread's first store may land after another thread's store it preceded"),
+        "without ordering a thread's first store may land after another thread's store it preceded")
+        .read_at("50df51d12c31", TYPED),
     test("SB+fencembonceonces", TOOLS, Never, &[sb_mb_p0, sb_mb_p1],
         sb_exists, "0:r0=0 /\\ 1:r0=0",
-        "smp_mb on both sides forbids store buffering"),
+        "smp_mb on both sides forbids store buffering")
+        .read_at("55b024554aae", UNDATED),
     test("SB+poonceonces", TOOLS, Sometimes, &[sb_p0, sb_p1],
         sb_exists, "0:r0=0 /\\ 1:r0=0",
-        "without barriers both threads may miss each other's store"),
+        "without barriers both threads may miss each other's store")
+        .read_at("9695e7a856bf", UNLOCK_LOCK),
     test("SB+rfionceonce-poonceonces", TOOLS, Sometimes, &[sb_rfi_p0, sb_rfi_p1],
         sb_rfi_exists, "0:r2=0 /\\ 1:r4=0",
-        "reading one's own store first does not stop store buffering (LKMM is not multicopy atomic)"),
+        "reading one's own store first does not stop store buffering (LKMM is not multicopy atomic)")
+        .read_at("9695e7a856bf", UNLOCK_LOCK),
     test("WRC+poonceonces+Once", TOOLS, Sometimes, &[w_x1, wrc_p1, wrc_p2],
         chain3_exists, "1:r0=1 /\\ 2:r0=1 /\\ 2:r1=0",
-        "write-to-read causality fails without ordering"),
+        "write-to-read causality fails without ordering")
+        .read_at("84a83eba5c5a", TYPED),
     test("WRC+pooncerelease+fencermbonceonce+Once", TOOLS, Never, &[w_x1, wrc_rel_p1, wrc_rmb_p2],
         chain3_exists, "1:r0=1 /\\ 2:r0=1 /\\ 2:r1=0",
-        "smp_store_release is A-cumulative: with smp_rmb it restores write-to-read causality"),
+        "smp_store_release is A-cumulative: with smp_rmb it restores write-to-read causality")
+        .read_at("84a83eba5c5a", TYPED),
     test("Z6.0+pooncelock+poonceLock+pombonce", TOOLS, Never, &[locked_xy_p0, z6_lock_mb_p1, z6_p2],
         z6_exists, "1:r0=1 /\\ z=2 /\\ 2:r1=0",
-        "smp_mb__after_spinlock makes the lock chain order stores for an outside smp_mb thread"),
+        "smp_mb__after_spinlock makes the lock chain order stores for an outside smp_mb thread")
+        .read_at("552c69b36ebd", UNDATED),
     test("Z6.0+pooncelock+pooncelock+pombonce", TOOLS, Sometimes, &[locked_xy_p0, z6_lock_p1, z6_p2],
         z6_exists, "1:r0=1 /\\ z=2 /\\ 2:r1=0",
-        "a lock chain alone does not order stores for an outside thread"),
+        "a lock chain alone does not order stores for an outside thread")
+        .read_at("d0034a7a4ac7", UNDATED),
     test("Z6.0+pooncerelease+poacquirerelease+fencembonceonce", TOOLS, Sometimes, &[x_release_y_p0, isa2_rel_p1, z6_p2],
         z6_exists, "1:r0=1 /\\ z=2 /\\ 2:r1=0",
-        "a release-acquire chain does not suffice with two non-reads-from links"),
+        "a release-acquire chain does not suffice with two non-reads-from links")
+        .read_at("8db90aa36063", TYPED),
     test("dep+plain", TOOLS, Never, &[dep_plain_p0, dep_plain_p1],
         dep_plain_exists, "x=1 /\\ y=1",
         "a value carried through plain locations still heads a control dependency")
-        .loom(Vacuous(NO_LB)),
+        .loom(Vacuous(NO_LB))
+        .read_at("0604aa87b098", UNDATED),
     test("Atomic-RMW+mb__after_atomic-is-stronger-than-acquire", ATOMIC, Never, &[rmw_mb_p0, rmw_mb_p1],
         rmw_mb_exists, "0:r0=1 /\\ 0:r1=0",
-        "an atomic RMW followed by smp_mb__after_atomic orders both its parts before later accesses"),
+        "an atomic RMW followed by smp_mb__after_atomic orders both its parts before later accesses")
+        .read_at("fc4b04d84027", UNDATED),
     test("Atomic-RMW-ops-are-atomic-WRT-atomic_set", ATOMIC, Never, &[add_unless_p0, atomic_set_p1],
         v_is_2, "v=2",
         "atomic_set cannot split an atomic_add_unless")
         .loom(LoomBug(Need::AtomicRmw("loom orders a plain store between an RMW and the value it read (tokio-rs/loom#254, #389): the trace cmpxchg(v, 1→2), atomic_set(v, 0) ends with v=2, impossible in C11; shuttle holds it")))
-        .init([1, 0, 0], false),
+        .init([1, 0, 0], false)
+        .read_at("65e575744264", UNDATED),
     test("cmpxchg-fail-ordered-1", ATOMIC, Never, &[cfo1_p0, cfo1_p1],
         sb_exists, "0:r0=0 /\\ 1:r0=0",
-        "a failed cmpxchg followed by smp_mb__after_atomic is a full barrier"),
+        "a failed cmpxchg followed by smp_mb__after_atomic is a full barrier")
+        .read_at("d754ed2821fd", UNDATED),
     test("cmpxchg-fail-ordered-2", ATOMIC, Never, &[cmpxchg_fail_2_p0, cfo2_p1],
         cmpxchg_fail_2_exists, "0:r1=0 /\\ 1:r1=1 /\\ 1:r2=0",
-        "smp_mb__after_atomic gives a failed cmpxchg acquire ordering"),
+        "smp_mb__after_atomic gives a failed cmpxchg acquire ordering")
+        .read_at("c771600c6af1", UNDATED),
     test("cmpxchg-fail-unordered-1", ATOMIC, Sometimes, &[cfu1_p0, cfu1_p1],
         sb_exists, "0:r0=0 /\\ 1:r0=0",
-        "a failed cmpxchg is not a full barrier"),
+        "a failed cmpxchg is not a full barrier")
+        .read_at("2ba5b4130e3d", UNDATED),
     test("cmpxchg-fail-unordered-2", ATOMIC, Sometimes, &[cmpxchg_fail_2_p0, cfu2_p1],
         cmpxchg_fail_2_exists, "0:r1=0 /\\ 1:r1=1 /\\ 1:r2=0",
-        "a failed cmpxchg is neither acquire nor release"),
+        "a failed cmpxchg is neither acquire nor release")
+        .read_at("7237cb3e1544", UNDATED),
     test("DCL-broken", LOCKING, Sometimes, &[dcl_broken, dcl_broken],
         dcl_exists, "0:r2=0 \\/ 1:r2=0",
-        "double-checked locking needs more than the lock: the unlocked fast path can see the flag without the data"),
+        "double-checked locking needs more than the lock: the unlocked fast path can see the flag without the data")
+        .read_at("03c601927b67", UNDATED),
     test("DCL-fixed", LOCKING, Never, &[dcl_fixed, dcl_fixed],
         dcl_exists, "0:r2=0 \\/ 1:r2=0",
-        "double-checked locking with smp_load_acquire and smp_store_release on the flag"),
+        "double-checked locking with smp_load_acquire and smp_store_release on the flag")
+        .read_at("6757641d3982", UNDATED),
     test("RM-broken", LOCKING, Never, &[rm_p0, rm_broken_p1],
         rm_exists, "filter (1:r0=0 /\\ 1:r1=1) exists (1:r2=1)",
-        "documented `Result: DEADLOCK`: with both reads inside the critical section no execution passes the filter, so the clause is never satisfied"),
+        "documented `Result: DEADLOCK`: with both reads inside the critical section no execution passes the filter, so the clause is never satisfied")
+        .read_at("d5984d29afdb", UNDATED),
     test("RM-fixed", LOCKING, Never, &[rm_p0, rm_fixed_p1],
         rm_exists, "filter (1:r0=0 /\\ 1:r1=1) exists (1:r2=1)",
-        "seeing the critical section's store means entering the lock after it (no roach-motel reordering)"),
+        "seeing the critical section's store means entering the lock after it (no roach-motel reordering)")
+        .read_at("9c3a985f88fa", UNDATED),
     test("RCU+sync+free", RCU, Never, &[rcu_free_p0, rcu_free_p1],
         rcu_free_exists, "0:r0=x /\\ 0:r1=0",
         "a reader that saw the old pointer never sees the writes after the grace period (rcu_dereference is an acquire load here, stronger than the address dependency)")
-        .init([1, PTR_X, 1], true),
+        .init([1, PTR_X, 1], true)
+        .read_at("3bec5b6aae83", UNDATED),
     test("RCU+sync+read", RCU, Never, &[rcu_read_p0, rcu_read_p1],
         rcu_read_exists, "1:r0=1 /\\ 1:r1=0",
-        "after a grace period the updater sees every store of the read-side sections it waited for"),
+        "after a grace period the updater sees every store of the read-side sections it waited for")
+        .read_at("a68415c27ff3", UNDATED),
     test("probe-MP+flag-load-store", PROBE, Sometimes, &[probe_reader_p0, probe_flag_load_store_p1],
         probe_mp_exists, PROBE_MP,
         "unordered message passing where the writer reads its flag before storing it (tokio-rs/loom#166: loom 0.7.3 never ran the reader after the flag store)"),
@@ -1159,10 +1256,12 @@ pub static TESTS: &[LitmusTest] = &[
         .sequentially_consistent(),
     test("MNT+legitimize+mntput", SHAPES, Never, &[mnt_legitimize_p0, mnt_mntput_p1],
         sb_exists, "0:r0=0 /\\ 1:r0=0",
-        "__legitimize_mnt and mntput_no_expire each see the other (the smp_mb pair of 119e1ef80ecf): the walker sees the umount's seqcount or the final put sees the walker's count"),
+        "__legitimize_mnt and mntput_no_expire each see the other (the smp_mb pair of 119e1ef80ecf): the walker sees the umount's seqcount or the final put sees the walker's count")
+        .read_at("c3d6d6dde3a3", MOUNT_7_3),
     test("MNT+legitimize+mntput-2018", SHAPES, Sometimes, &[mnt_legitimize_2018_p0, mnt_mntput_2018_p1],
         sb_exists, "0:r0=0 /\\ 1:r0=0",
-        "before 119e1ef80ecf: the walker keeps its reference on a mount whose final put did not count it"),
+        "before 119e1ef80ecf: the walker keeps its reference on a mount whose final put did not count it")
+        .read_at("c3d6d6dde3a3", MOUNT_7_3_WITHOUT_MB),
 ];
 
 /// The test called `name`.
@@ -1192,10 +1291,19 @@ fn variant_of(t: &'static LitmusTest) -> Variant<&'static LitmusTest> {
             Never => Expected::Holds,
         },
         witness: "litmus",
-        kernel: if t.dir == PROBE {
-            "specs/src/litmus.rs: a vfsmc engine probe, not a kernel test"
-        } else {
-            leak(format!("{}/{}.litmus (v6.12)", t.dir, t.name))
+        kernel: match t.copy {
+            None if t.dir == PROBE => {
+                "specs/src/litmus.rs: a vfsmc engine probe, not a kernel test"
+            }
+            None => panic!("litmus test {} names no kernel copy", t.name),
+            Some(c) if t.dir == SHAPES => leak(format!(
+                "{SHAPE_CODE} (read at torvalds/linux {}, {})",
+                c.commit, c.era
+            )),
+            Some(c) => leak(format!(
+                "{}/{}.litmus (read at torvalds/linux {}, {})",
+                t.dir, t.name, c.commit, c.era
+            )),
         },
         about,
         code: t,

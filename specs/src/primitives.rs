@@ -202,8 +202,8 @@ const VARIANTS: &[Variant<Use>] = &[
         name: "synchronize-rcu-pre-v4.20",
         expected: Expected::Violates("use_after_free"),
         witness: "rcu-sched",
-        kernel: "kernel/rcu: synchronize_rcu before the v4.20 flavour consolidation (CONFIG_PREEMPT_RCU)",
-        about: "the reader relies on its spin_lock region as an RCU read-side section, which only a v4.20+ synchronize_rcu waits for: the updater's grace period ends under the reader and it frees the object",
+        kernel: "kernel/rcu: synchronize_rcu before the flavour consolidation (45975c7d21a1, 2018; \"around v4.20\" per Documentation/RCU/rcubarrier.rst, \"v5.0 and later\" per include/linux/rcupdate.h at gregkh/linux 10d525b98aaa), CONFIG_PREEMPT_RCU",
+        about: "the reader relies on its spin_lock region as an RCU read-side section, which only a synchronize_rcu with consolidated flavours (around v4.20 on) waits for: the updater's grace period ends under the reader and it frees the object",
         code: Use::SynchronizeRcuPreV420,
     },
     Variant {
@@ -678,9 +678,10 @@ fn rcu(how: Use, w: &Arc<World>) {
     s.rcu.rcu_barrier(&main);
 }
 
-// --- RCU read-side sections without rcu_read_lock (v4.20+) -----------------
+// --- RCU read-side sections without rcu_read_lock (consolidated RCU) -------
 
-/// kernel/rcu (v4.20 flavour consolidation), mm/slab_common.c: a reader
+/// kernel/rcu (the flavour consolidation of around v4.20, see
+/// `RcuFlavor`), mm/slub.c:kfree (torvalds/linux f6db358deaea): a reader
 /// that relies on its spinlock region (preemption disabled) as its RCU
 /// read-side critical section, against an updater that unpublishes the
 /// object, waits in synchronize_rcu and frees it.

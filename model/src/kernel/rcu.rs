@@ -1,8 +1,8 @@
 //! RCU and slab object lifetimes (include/linux/rcupdate.h as read at
 //! gregkh/linux 10d525b98aaa, a 6.11.y stable; kernel/rcu/tree.c not re-read;
 //! `kfree` is in mm/slub.c as read at torvalds/linux f6db358deaea,
-//! slab-for-6.18-rc1; the semantics of brief §7.5, with the v4.20 flavour
-//! consolidation).
+//! slab-for-6.18-rc1; the semantics of brief §7.5, with the flavour
+//! consolidation of around v4.20: see [`RcuFlavor`]).
 //!
 //! Readers announce themselves in a per-reader word; `synchronize_rcu` waits
 //! for every reader that was inside a read-side section when it started.
@@ -17,7 +17,8 @@
 //! all SC fences totally) would hide every weak-memory outcome a reader can
 //! see of a writer that also fences (`smp_mb`, spinlocks, another reader).
 //!
-//! Since v4.20 the flavours are one: a region with preemption disabled, IRQs
+//! Since the flavour consolidation the flavours are one: a region with
+//! preemption disabled, IRQs
 //! disabled or a spinlock held (which disables preemption) is a read-side
 //! critical section too, and `synchronize_rcu` waits for it. Every task
 //! announces such regions on its own RCU-sched word (`kernel::task`), and a
@@ -55,14 +56,34 @@ const MAX_READERS: usize = 8;
 
 type Callback = Box<dyn FnOnce(&Task) + Send>;
 
-/// Which kernel's grace period.
+/// Which kernel's grace period: before or after the RCU flavour
+/// consolidation.
+///
+/// When that was is known only as precisely as this: the consolidation
+/// commits date from mid-2018 (45975c7d21a1 "rcu: Define RCU-sched API in
+/// terms of RCU for Tree RCU PREEMPT builds", authored 2 Jul 2018, named
+/// by the Fixes: tags of the 2019 cpufreq shutdown fix; the documentation
+/// commit 77095901b895 "doc: Update removal of RCU-bh/sched update
+/// machinery" was committed 30 Aug 2018), and
+/// Documentation/RCU/rcubarrier.rst says "the RCU flavor consolidation
+/// around v4.20" (context lines of the Feb 2025 patch "rcu: Remove
+/// references to old grace-period-wait primitives"). include/linux/rcupdate.h
+/// (gregkh/linux 10d525b98aaa, 6.11.y) promises the wait only "in v5.0
+/// and later kernels" and calls pre-v5.0 kernels those "which define
+/// synchronize_sched()": its boundary is the removal of the old API (the
+/// 2021 draft said "if your kernel is old enough for synchronize_sched() to
+/// be defined"), and the Feb 2025 patch drops the version altogether. The
+/// merge that first brought 45975c7d21a1 into a release was not read, so
+/// "v4.20" in the names below is the documented approximate boundary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum RcuFlavor {
-    /// v4.20 and later: a grace period also waits for regions with
-    /// preemption or IRQs disabled.
+    /// Consolidated RCU (around v4.20 on; rcupdate.h documents it from
+    /// v5.0): a grace period also waits for regions with preemption or IRQs
+    /// disabled.
     #[default]
     Kernel,
-    /// Before v4.20: `synchronize_rcu` waits for rcu_read_lock readers only
+    /// Before the consolidation (before about v4.20): `synchronize_rcu`
+    /// waits for rcu_read_lock readers only
     /// (and `rcu_read_lock_sched`, which the model keeps announcing as a
     /// reader); a preempt-disabled region needed `synchronize_sched`.
     PreV420,
@@ -205,8 +226,9 @@ impl Rcu {
     }
 
     /// synchronize_rcu: wait until every reader that was inside a read-side
-    /// section when this call started has left it — since v4.20 also every
-    /// task that had preemption or IRQs disabled. May sleep.
+    /// section when this call started has left it — since the flavour
+    /// consolidation ([`RcuFlavor`]) also every task that had preemption or
+    /// IRQs disabled. May sleep.
     pub fn synchronize_rcu(&self, t: &Task) {
         t.might_sleep("synchronize_rcu", None);
         t.engine_op();

@@ -63,7 +63,8 @@ pub struct Task {
     /// The task's RCU-sched word, which `synchronize_rcu` reads
     /// (`kernel::rcu`): odd while the task has preemption or IRQs disabled
     /// (a held spinlock disables preemption), a region that is a read-side
-    /// critical section of every RCU flavour since v4.20.
+    /// critical section of every RCU flavour since the flavour
+    /// consolidation (around v4.20, see `kernel::rcu::RcuFlavor`).
     sched_rcu: Arc<sync::AtomicU64>,
     /// Whether the task's first RCU-sched region has synchronised its claim
     /// with the grace periods (`exec::sync_sched_rcu_claim`).
@@ -263,7 +264,8 @@ impl Task {
     }
 
     /// Whether preemption or IRQs are disabled: an RCU read-side critical
-    /// section without rcu_read_lock (v4.20 and later).
+    /// section without rcu_read_lock (since the flavour consolidation,
+    /// around v4.20; see `kernel::rcu::RcuFlavor`).
     pub fn in_sched_region(&self) -> bool {
         self.preempt_count.get() > 0 || self.irqs_off.get() > 0
     }
