@@ -102,6 +102,19 @@ fn open(fs: &Fs, t: &Task, mode: u64, cloexec: bool, refusal: Option<Errno>) -> 
     }
 }
 
+/// The rest of an fget-style call whose lookup returned `file`: fput it.
+fn fget_then_fput(fs: &Fs, t: &Task, fd: u32, file: Option<FileId>) -> OpResult {
+    let r = match file {
+        Some(file) => {
+            fput(fs, t, file.obj);
+            Ok(fd)
+        }
+        None => Err(Errno::Ebadf),
+    };
+    fget_done(fs, t);
+    r
+}
+
 /// Runs one thread program against `fs`, returning each call's result.
 pub fn run_program(fs: &Fs, t: &Task, ops: &[Op]) -> Vec<OpResult> {
     let mut last: Option<u32> = None;
@@ -142,28 +155,8 @@ pub fn run_program(fs: &Fs, t: &Task, ops: &[Op]) -> Vec<OpResult> {
                 last = r.ok().or(last);
                 r
             }
-            Op::Fget(fd) => {
-                let r = match fget(fs, t, fd) {
-                    Some(file) => {
-                        fput(fs, t, file.obj);
-                        Ok(fd)
-                    }
-                    None => Err(Errno::Ebadf),
-                };
-                fget_done(fs, t);
-                r
-            }
-            Op::FgetTask(fd) => {
-                let r = match fget_task(fs, t, fd) {
-                    Some(file) => {
-                        fput(fs, t, file.obj);
-                        Ok(fd)
-                    }
-                    None => Err(Errno::Ebadf),
-                };
-                fget_done(fs, t);
-                r
-            }
+            Op::Fget(fd) => fget_then_fput(fs, t, fd, fget(fs, t, fd)),
+            Op::FgetTask(fd) => fget_then_fput(fs, t, fd, fget_task(fs, t, fd)),
             Op::Exec => {
                 do_close_on_exec(fs, t);
                 Ok(0)
