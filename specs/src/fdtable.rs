@@ -1302,6 +1302,23 @@ impl Spec for Fdtable {
     const NAME: &'static str = "fdtable";
     const ABOUT: &'static str =
         "fs/file.c fd allocation (bitmap fast path), RCU table resize, lockless fget";
+    const LIMITS: &'static [&'static str] = &[
+        "C11 atomics do not tear: the tearing plain loads of fd[] under file_lock that \
+         f381640e1bd4 replaced cannot be produced",
+        "sizes are shrunk: BITS_PER_LONG is 4, the embedded table 4 slots, the smallest \
+         allocated table two words, fs.nr_open 16",
+        "struct file is f_ref and f_mode: fput frees at once (no task_work or delayed_fput) \
+         and __fput's work (f_op->release, dput, mntput) is not modelled",
+        "no allocation fails except an LSM refusing a file in init_file and alloc_fdtable \
+         against a lowered fs.nr_open: kmem_cache_alloc and kvmalloc always succeed",
+        "exec's unshare_files is not modelled: do_close_on_exec runs on a table nobody \
+         shares, raced only by other processes through fget_task and the filp cache",
+        "close_range's CLOSE_RANGE_CLOEXEC is not modelled; a fork child's table is a \
+         snapshot that nothing runs on",
+        "the Spectre masking (array_index_nospec) and fd_install's VFS_BUG_ON/WARN_ON \
+         slot checks are left out",
+        "at most three threads plus the RCU grace-period kthread per scenario",
+    ];
 
     fn variants() -> &'static [Variant<Flavor>] {
         VARIANTS
