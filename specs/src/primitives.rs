@@ -179,7 +179,7 @@ const VARIANTS: &[Variant<Use>] = &[
         expected: Expected::Violates("percpu_count"),
         witness: "irq",
         kernel: "include/linux/percpu-defs.h:__this_cpu_add (read at torvalds/linux 17737d3b5997, a v3.x-era copy; merge not identified)",
-        about: "a per-CPU counter incremented as a plain load and store with IRQs enabled: an interrupt between them loses its own increment",
+        about: "a per-CPU counter incremented as a plain load and store with IRQs enabled: an interrupt between them loses its own increment (the generic C read-modify-write; x86's __this_cpu_add is one add to %gs-relative memory, which no interrupt splits: arch/x86/include/asm/percpu.h percpu_add_op, read at torvalds/linux f4d8f354d753, merge not identified)",
         code: Use::IrqWindowNonatomic,
     },
     Variant {
