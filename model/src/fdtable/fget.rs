@@ -90,21 +90,27 @@ fn init_file(
 ) -> Result<(), Errno> {
     let _f = t.enter("init_file");
     let f = fs.filp.get(t, obj);
+    let count_first = fs.flavor.has(Bug::InitFileCountFirst);
+    let fsnotify_late = fs.flavor.has(Bug::FsnotifyModeAfterRefInit);
     fs.ghost().half_built.push(obj);
-    if fs.flavor.has(Bug::InitFileCountFirst) {
+    if count_first {
         file_ref::file_ref_init(fs, t, obj, &f);
     }
     let allowed = security_file_alloc(t, refusal);
     if allowed.is_ok() {
-        if fs.flavor.has(Bug::FsnotifyModeAfterRefInit) {
-            f.f_mode.write_once(t, mode);
-            file_ref::file_ref_init(fs, t, obj, &f);
-            f.f_mode.write_once(t, complete_mode(fs, mode));
+        // f_mode = OPEN_FMODE(flags), with file_set_fsnotify_mode's bits
+        // unless they come after the count.
+        let early = if fsnotify_late {
+            mode
         } else {
+            complete_mode(fs, mode)
+        };
+        f.f_mode.write_once(t, early);
+        if !count_first {
+            file_ref::file_ref_init(fs, t, obj, &f);
+        }
+        if fsnotify_late {
             f.f_mode.write_once(t, complete_mode(fs, mode));
-            if !fs.flavor.has(Bug::InitFileCountFirst) {
-                file_ref::file_ref_init(fs, t, obj, &f);
-            }
         }
     }
     fs.ghost().half_built.retain(|&o| o != obj);
