@@ -129,6 +129,9 @@ pub(crate) struct State {
     /// Claims of RCU-sched words, ordered against grace periods (see
     /// [`sched_rcu_claimed`]); created with the words.
     pub sched_rcu_claims: Option<Arc<sync::AtomicU64>>,
+    /// Where grace periods sleep until a task leaves its RCU-sched region;
+    /// created with the words.
+    pub sched_rcu_wake: Option<Arc<(sync::Mutex, sync::Condvar)>>,
     pub frozen: bool,
 }
 
@@ -142,6 +145,7 @@ impl State {
             .extend((0..MAX_TASKS).map(|_| Arc::new(sync::AtomicU64::new(0))));
         self.sched_rcu_owners.clear();
         self.sched_rcu_claims = Some(Arc::new(sync::AtomicU64::new(0)));
+        self.sched_rcu_wake = Some(Arc::new((sync::Mutex::new(), sync::Condvar::new())));
         self.threads.clear();
         self.steps.clear();
         self.violation = None;
@@ -208,6 +212,7 @@ impl Exec {
             sched_rcu: Vec::with_capacity(MAX_TASKS),
             sched_rcu_owners: Vec::with_capacity(MAX_TASKS),
             sched_rcu_claims: None,
+            sched_rcu_wake: None,
             frozen: false,
         };
         Exec(Arc::new(Inner {
@@ -349,6 +354,18 @@ fn claims_word(s: &mut State) -> Arc<sync::AtomicU64> {
     s.sched_rcu_claims
         .clone()
         .expect("an execution creates its claims word when it starts")
+}
+
+/// Where grace periods wait for RCU-sched regions to end (see
+/// `kernel::rcu`'s sleeping grace period).
+pub(crate) fn sched_rcu_wake() -> Arc<(sync::Mutex, sync::Condvar)> {
+    with_current(|e| {
+        e.with_state(|s| {
+            s.sched_rcu_wake
+                .clone()
+                .expect("an execution creates its sched wait queue when it starts")
+        })
+    })
 }
 
 /// The RCU-sched words claimed so far, with their owners' trace columns,

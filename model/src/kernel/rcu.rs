@@ -195,8 +195,13 @@ impl Rcu {
         t.set_rcu_depth(depth - 1);
         if depth == 1 {
             t.engine_op();
-            let _s = exec::atomic_section();
-            self.0.readers[self.slot(t)].fetch_add(1, Ordering::Release);
+            let old = {
+                let _s = exec::atomic_section();
+                self.0.readers[self.slot(t)].fetch_add(1, Ordering::Release)
+            };
+            if old >> WAITER_SHIFT != 0 {
+                wake_grace_periods(&self.0.wake_lock, &self.0.wake);
+            }
         }
         t.step(Effect::RcuRead { lock: false });
     }
@@ -213,15 +218,35 @@ impl Rcu {
         t.set_preempt_count(t.preempt_count().saturating_sub(1));
     }
 
-    /// Waits until `word` leaves the odd value `v` it held when the grace
-    /// period looked at it, if it was odd; true if it had to.
-    fn wait_for(word: &sync::AtomicU64, v: u64) -> bool {
-        if v & 1 == 0 {
+    /// Sleeps until reader slot `word` leaves the section it was in (odd
+    /// count `v`) when the grace period read it; true if it had to. The
+    /// grace period registers as a waiter in the slot's high bits with a
+    /// cmpxchg that fails if the reader left (or another grace period
+    /// registered) meanwhile; the reader's exit RMW returns the waiter
+    /// count and, if it is not zero, wakes the sleepers.
+    fn sleep_for_reader(
+        word: &sync::AtomicU64,
+        mut v: u64,
+        lock: &sync::Mutex,
+        cond: &sync::Condvar,
+    ) -> bool {
+        let count = v & READER_COUNT;
+        if count & 1 == 0 {
             return false;
         }
-        while word.load(Ordering::Acquire) == v {
-            sync::yield_now();
+        loop {
+            match word.compare_exchange(v, v + WAITER, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(now) if now & READER_COUNT != count => return true,
+                Err(now) => v = now,
+            }
         }
+        let mut wake = lock.lock();
+        while word.load(Ordering::Acquire) & READER_COUNT == count {
+            wake = cond.wait(wake);
+        }
+        drop(wake);
+        word.fetch_sub(WAITER, Ordering::Relaxed);
         true
     }
 
@@ -240,17 +265,20 @@ impl Rcu {
         self.0.claims.fetch_add(0, Ordering::AcqRel);
         let readers = ghost(&self.0.names).clone();
         for (r, owner) in self.0.readers.iter().zip(readers) {
-            if Self::wait_for(r, r.fetch_add(0, Ordering::AcqRel)) {
+            let v = r.fetch_add(0, Ordering::AcqRel);
+            if Self::sleep_for_reader(r, v, &self.0.wake_lock, &self.0.wake) {
                 waited |= 1 << owner;
             }
         }
         if self.0.flavor == RcuFlavor::Kernel {
             // The same on every other task's RCU-sched word (`kernel::task`).
+            let wake = exec::sched_rcu_wake();
             for (owner, word) in exec::sched_rcu_claimed() {
                 if owner == t.id() {
                     continue;
                 }
-                if Self::wait_for(&word, word.fetch_add(0, Ordering::AcqRel)) {
+                let v = word.fetch_add(0, Ordering::AcqRel);
+                if Self::sleep_for_reader(&word, v, &wake.0, &wake.1) {
                     waited |= 1 << owner;
                 }
             }
@@ -349,6 +377,19 @@ impl Rcu {
         }
     }
 }
+
+/// A reader leaving a section wakes the grace periods sleeping on it.
+pub(crate) fn wake_grace_periods(lock: &sync::Mutex, cond: &sync::Condvar) {
+    let wake = lock.lock();
+    cond.notify_all();
+    drop(wake);
+}
+
+/// A reader slot: the section count in the low bits (odd: inside), the
+/// number of grace periods sleeping on it above [`WAITER_SHIFT`].
+pub(crate) const WAITER_SHIFT: u32 = 32;
+const WAITER: u64 = 1 << WAITER_SHIFT;
+const READER_COUNT: u64 = WAITER - 1;
 
 /// A reference to a slab object: index + 1 (0 is NULL), as stored in atomics.
 pub type ObjRef = u64;

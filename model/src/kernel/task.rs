@@ -285,16 +285,22 @@ impl Task {
         if now == was || std::thread::panicking() {
             return;
         }
-        let _s = atomic_section();
-        if now && !self.sched_rcu_synced.replace(true) {
-            exec::sync_sched_rcu_claim();
-        }
-        let order = if now {
-            Ordering::AcqRel
-        } else {
-            Ordering::Release
+        let old = {
+            let _s = atomic_section();
+            if now && !self.sched_rcu_synced.replace(true) {
+                exec::sync_sched_rcu_claim();
+            }
+            let order = if now {
+                Ordering::AcqRel
+            } else {
+                Ordering::Release
+            };
+            self.sched_rcu.fetch_add(1, order)
         };
-        self.sched_rcu.fetch_add(1, order);
+        if !now && old >> crate::kernel::rcu::WAITER_SHIFT != 0 {
+            let wake = exec::sched_rcu_wake();
+            crate::kernel::rcu::wake_grace_periods(&wake.0, &wake.1);
+        }
     }
 
     /// Whether the task is in a walk that promised not to block
