@@ -1762,54 +1762,42 @@ fn decode_op(byte: &mut impl FnMut() -> u8) -> Op {
     }
 }
 
-/// Whether [`decode`] has bytes for `op`.
-fn encodable(op: &Op) -> bool {
-    !matches!(
-        op,
+/// The bytes [`decode`] reads as `op`, if it has any.
+fn op_bytes(op: Op) -> Option<Vec<u8>> {
+    Some(match op {
+        Op::Open => vec![0],
+        Op::OpenFails => vec![1],
+        Op::Close(Fd::Last) => vec![2, 0],
+        Op::Close(Fd::N(n)) => vec![2, 1, n as u8],
+        Op::Dup2(a, b) => vec![3, a as u8, b as u8],
+        Op::DupFd { fd, min } => vec![4, fd as u8, min as u8],
+        Op::Fget(n) => vec![5, n as u8],
+        Op::Fork => vec![6],
+        Op::SetRlimit(n) => vec![7, (n - 2) as u8],
+        Op::OpenPath => vec![8],
+        Op::CloseRange(a, b) => vec![9, a as u8, b as u8],
+        Op::Dup3(a, b) => vec![10, a as u8, b as u8],
+        Op::Fdget(n) => vec![11, n as u8],
         Op::Exit
-            | Op::SetNrOpen(_)
-            | Op::CloseRangeUnshare(..)
-            | Op::OpenDenied
-            | Op::OpenCloexec
-            | Op::FgetTask(_)
-            | Op::Exec
-            | Op::OpenElsewhere
-    )
+        | Op::SetNrOpen(_)
+        | Op::CloseRangeUnshare(..)
+        | Op::OpenDenied
+        | Op::OpenCloexec
+        | Op::FgetTask(_)
+        | Op::Exec
+        | Op::OpenElsewhere => return None,
+    })
 }
 
 /// Encodes 2-3 thread programs as scenario bytes for [`decode`] (programs
 /// longer than 3 calls are cut; fds and mins must be below 6, limits 2-16;
-/// the calls [`encodable`] refuses are left out).
+/// the calls [`op_bytes`] has no bytes for are left out).
 pub fn encode(threads: &[Vec<Op>]) -> Vec<u8> {
     let mut out = vec![(threads.len() as u8).saturating_sub(2)];
     for ops in threads {
-        let ops: Vec<&Op> = ops.iter().filter(|op| encodable(op)).take(3).collect();
+        let ops: Vec<Vec<u8>> = ops.iter().filter_map(|&op| op_bytes(op)).take(3).collect();
         out.push((ops.len() as u8).saturating_sub(1));
-        for op in ops {
-            match *op {
-                Op::Open => out.push(0),
-                Op::OpenFails => out.push(1),
-                Op::Close(Fd::Last) => out.extend([2, 0]),
-                Op::Close(Fd::N(n)) => out.extend([2, 1, n as u8]),
-                Op::Dup2(a, b) => out.extend([3, a as u8, b as u8]),
-                Op::DupFd { fd, min } => out.extend([4, fd as u8, min as u8]),
-                Op::Fget(n) => out.extend([5, n as u8]),
-                Op::Fork => out.push(6),
-                Op::SetRlimit(n) => out.extend([7, (n - 2) as u8]),
-                Op::OpenPath => out.push(8),
-                Op::CloseRange(a, b) => out.extend([9, a as u8, b as u8]),
-                Op::Dup3(a, b) => out.extend([10, a as u8, b as u8]),
-                Op::Fdget(n) => out.extend([11, n as u8]),
-                Op::Exit
-                | Op::SetNrOpen(_)
-                | Op::CloseRangeUnshare(..)
-                | Op::OpenDenied
-                | Op::OpenCloexec
-                | Op::FgetTask(_)
-                | Op::Exec
-                | Op::OpenElsewhere => {}
-            }
-        }
+        out.extend(ops.concat());
     }
     out
 }
