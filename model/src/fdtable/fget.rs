@@ -58,8 +58,10 @@ pub(super) fn fresh_file(fs: &Fs, obj: u64, refs: u64, mode: u64) -> File {
     }
 }
 
-/// security/security.c:security_file_alloc as one open's LSMs answer it
-/// (`refusal`: their blob allocation or file_alloc_security hook fails).
+/// security_file_alloc as fs/file_table.c:init_file (read at ef3da345)
+/// calls it: a refusal (`refusal`: an LSM's blob allocation or
+/// file_alloc_security hook failing) makes init_file return the error.
+/// security/security.c itself was not read; only its verdict is modelled.
 fn security_file_alloc(t: &Task, refusal: Option<Errno>) -> Result<(), Errno> {
     let _f = t.enter("security_file_alloc");
     match refusal {
