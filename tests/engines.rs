@@ -392,3 +392,38 @@ fn stress_raises_no_false_alarm_on_holding_variants() {
         }
     }
 }
+
+/// What the spin loops of the models rely on (CONTRIBUTING, "yield_now"):
+/// loom keeps a yielding thread out of the next scheduling decision only,
+/// and it may run again while the thread that ended its wait still runs.
+/// The waiter spins until the main thread's first store, then reads `y`,
+/// which the main thread goes on writing; if loom resumed a yielder only
+/// once the others were done, the waiter would always read the last value.
+#[test]
+fn loom_resumes_a_yielding_thread_while_others_still_run() {
+    use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Mutex;
+    let seen = Arc::new(Mutex::new(std::collections::BTreeSet::new()));
+    let record = seen.clone();
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(1);
+    builder.check(move || {
+        let flag = loom::sync::Arc::new(AtomicUsize::new(0));
+        let y = loom::sync::Arc::new(AtomicUsize::new(0));
+        let (f, yy) = (flag.clone(), y.clone());
+        let waiter = loom::thread::spawn(move || {
+            while f.load(SeqCst) == 0 {
+                loom::thread::yield_now();
+            }
+            yy.load(SeqCst)
+        });
+        flag.store(1, SeqCst);
+        for v in 1..=3 {
+            y.store(v, SeqCst);
+        }
+        let read = waiter.join().unwrap();
+        record.lock().unwrap().insert(read);
+    });
+    let seen: Vec<usize> = seen.lock().unwrap().iter().copied().collect();
+    assert_eq!(seen, [0, 1, 2, 3], "values of y the waiter read");
+}

@@ -7,6 +7,7 @@
 //! since v6.7 (0ede61d8589c): a field of a file may be read only once the
 //! reader holds a reference, and init_file sets the count last.
 
+use crate::exec;
 use crate::kernel::atomic::Atomic;
 use crate::kernel::rcu::ObjRef;
 use crate::kernel::task::Task;
@@ -188,6 +189,7 @@ pub(super) fn begin_lookup(fs: &Fs, t: &Task, fd: u32) -> u32 {
 /// reference on this incarnation, or borrows it from a table nobody else
 /// shares (`__fget_light`).
 fn read_f_mode(fs: &Fs, t: &Task, file: ObjRef) -> u64 {
+    let _step = exec::atomic_section();
     let id = fs.file_id(file);
     let allowed = match fs.ghost().fgets.get(t.name()) {
         Some(FgetState::Holding { file: f, .. } | FgetState::Returned { file: f, .. }) => *f == id,
@@ -225,8 +227,10 @@ fn slot_load(fs: &Fs, t: &Task, fdt_ref: ObjRef, fd: u32) -> Option<ObjRef> {
     Some(fdt.fd[fd as usize].rcu_dereference(t))
 }
 
-/// Takes a reference with file_ref_get; ghost: records it.
+/// Takes a reference with file_ref_get; ghost: records it in the same step
+/// (an atomic section, so real threads see no half-made step either).
 fn get_ref(fs: &Fs, t: &Task, fd: u32, file: ObjRef) -> Option<FileId> {
+    let _step = exec::atomic_section();
     if !file_ref_get(fs, t, file) {
         return None;
     }

@@ -19,6 +19,7 @@
 //! kernel's `cmpxchg_release` is a fully ordered `cmpxchg` here (stronger:
 //! may miss a bug that needs the weaker order, never a false alarm).
 
+use crate::exec;
 use crate::kernel::rcu::ObjRef;
 use crate::kernel::task::Task;
 
@@ -74,6 +75,8 @@ pub fn file_ref_read(base: Base, raw: u64) -> u64 {
 pub fn file_ref_init(fs: &Fs, t: &Task, file: ObjRef, f: &super::File) {
     let one = raw_for(fs.flavor.base, 1);
     let mut seen = f.f_ref.atomic_read(t);
+    // The store and the ledger's look are one step, also for real threads.
+    let _step = exec::atomic_section();
     loop {
         let now = f.f_ref.cmpxchg_relaxed(t, seen, one);
         if now == seen {
@@ -99,7 +102,7 @@ pub fn file_ref_init(fs: &Fs, t: &Task, file: ObjRef, f: &super::File) {
     }
 }
 
-/// Ghost, right after a put's decrement (no engine operation between): a
+/// Ghost, in the step of a put's decrement (the caller's atomic section): a
 /// reader that held a reference on `file` holds it no more.
 fn reader_put(fs: &Fs, t: &Task, file: ObjRef) {
     let mut gh = fs.ghost();
@@ -198,13 +201,18 @@ pub fn file_ref_put(fs: &Fs, t: &Task, file: ObjRef) -> bool {
     let _f = t.enter("file_ref_put");
     let f = fs.filp.get(t, file);
     if fs.flavor.base == Base::V6_10 {
+        let _step = exec::atomic_section();
         let last = f.f_ref.atomic_dec_and_test(t);
         reader_put(fs, t, file);
         return last;
     }
     t.set_preempt_count(t.preempt_count() + 1);
-    let cnt = f.f_ref.atomic_sub_return(t, 1);
-    reader_put(fs, t, file);
+    let cnt = {
+        let _step = exec::atomic_section();
+        let cnt = f.f_ref.atomic_sub_return(t, 1);
+        reader_put(fs, t, file);
+        cnt
+    };
     let last = if (cnt as i64) >= 0 {
         false
     } else if cnt == FILE_REF_NOREF {

@@ -14,13 +14,12 @@
 //! exit, whose release orders the section before the grace period's end.
 //! A grace period that has to wait sleeps: it registers in the high bits
 //! of the reader's word with a cmpxchg, and the reader's exit RMW, which
-//! returns that count, wakes it. A spinning wait (a `yield_now` loop) gave
-//! loom a branch point per spin, and loom resumes a yielding thread only
-//! once every other thread blocks, so the grace period's continuation never
-//! interleaved with what the reader did after leaving. That is the LKMM RCU guarantee without a fence in the reader: the
-//! kernel's rcu_read_lock is no barrier, and an SC fence there (loom orders
-//! all SC fences totally) would hide every weak-memory outcome a reader can
-//! see of a writer that also fences (`smp_mb`, spinlocks, another reader).
+//! returns that count, wakes it (a spinning wait gave loom a branch point
+//! per spin). Ordering on the word is the LKMM RCU guarantee without a
+//! fence in the reader: the kernel's rcu_read_lock is no barrier, and an SC
+//! fence there (loom orders all SC fences totally) would hide every
+//! weak-memory outcome a reader can see of a writer that also fences
+//! (`smp_mb`, spinlocks, another reader).
 //!
 //! Since the flavour consolidation the flavours are one: a region with
 //! preemption disabled, IRQs
