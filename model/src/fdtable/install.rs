@@ -3,6 +3,7 @@
 //! at fork, put_files_struct (fs/file.c, read at v7.1-rc1 ef3da345, where
 //! f_dupfd lives too; fcntl(F_DUPFD) in fs/fcntl.c calls it).
 
+use crate::exec;
 use crate::kernel::atomic::smp_rmb;
 use crate::kernel::rcu::ObjRef;
 use crate::kernel::spinlock::SpinGuard;
@@ -50,8 +51,7 @@ pub fn fd_install(fs: &Fs, t: &Task, fd: u32, file: ObjRef) {
         let _s = t.enter("fd_install_slowpath");
         let g = fs.files.file_lock.spin_lock(t);
         let fdt = fs.tables.get(t, fs.files_fdtable_locked());
-        fs.slot(t, &fdt, fd).rcu_assign_pointer(t, file);
-        note_installed(fs, t, fd, file, false);
+        publish(fs, t, &fdt, fd, file);
         g.unlock();
         return;
     }
@@ -60,9 +60,17 @@ pub fn fd_install(fs: &Fs, t: &Task, fd: u32, file: ObjRef) {
     smp_rmb(t);
     let fdt_ref = fs.files.fdt.rcu_dereference(t);
     let fdt = fs.tables.get(t, fdt_ref);
-    fs.slot(t, &fdt, fd).rcu_assign_pointer(t, file);
-    note_installed(fs, t, fd, file, false);
+    publish(fs, t, &fdt, fd, file);
     fs.rcu.rcu_read_unlock_sched(t);
+}
+
+/// fd_install's `rcu_assign_pointer(fdt->fd[fd], file)` and its ghost note
+/// as one step: the store is lockless, so under real threads (stress) a
+/// dup2 that sees the file and replaces it must also find it noted.
+fn publish(fs: &Fs, t: &Task, fdt: &FdTable, fd: u32, file: ObjRef) {
+    let _step = exec::atomic_section();
+    fs.slot(t, fdt, fd).rcu_assign_pointer(t, file);
+    note_installed(fs, t, fd, file, false);
 }
 
 /// fs/file.c:file_close_fd_locked: take the file out of slot `fd` and give
