@@ -17,9 +17,10 @@ mod verdicts {
     use vfsmc_specs::Tier;
 
     /// The deep tier: the holding kernels on every Tier::Deep scenario (the
-    /// expand-vs-fget races at preemption bound 5) under loom.
+    /// expand-vs-fget races at preemption bound 5 with the old table freed
+    /// at the end, at bound 3 with the grace-period kthread) under loom.
     #[test]
-    #[ignore = "deep tier: the bound-5 searches take about 12 minutes"]
+    #[ignore = "deep tier: about 75 minutes on 2 cores (expand-vs-fget-deep is most of it)"]
     fn loom_deep_tier_holds() {
         let m = model();
         for variant in ["v6.10", "current"] {

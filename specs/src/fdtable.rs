@@ -489,10 +489,10 @@ fn expand_vs_fget(_: &[u8]) -> Plan {
     )
 }
 
-/// expand-vs-fget with the old table freed at the end: the grace-period
-/// kthread polls for work with yield_now, which multiplies loom's
-/// executions and, once the preemption budget is spent, keeps being
-/// scheduled (a false livelock at bound 3).
+/// expand-vs-fget with the old table freed at the end, after the joins:
+/// without the grace-period kthread's thread loom can afford bound 3 in the
+/// PR tier (the kthread's own scenario costs 188,544 executions at bound 2
+/// and 14.0 million at bound 3, deep tier).
 fn expand_vs_fget_late_free(_: &[u8]) -> Plan {
     Plan {
         gp_kthread: false,
@@ -742,6 +742,16 @@ const SCENARIOS: &[Row] = &[
         tier: Tier::Deep,
         generated: false,
         plan: expand_vs_fget_recycled,
+    },
+    Scenario {
+        name: "expand-vs-fget-deep",
+        about: "expand-vs-fget, the old table freed by the grace-period kthread during \
+                the race, at preemption bound 3 (deep tier)",
+        goals: &["expanded", "fget_saw_old_table"],
+        loom_bound: Some(3),
+        tier: Tier::Deep,
+        generated: false,
+        plan: expand_vs_fget,
     },
     Scenario {
         name: "dup2-vs-open",
