@@ -642,6 +642,37 @@ fn close_range_vs_open(_: &[u8]) -> Plan {
     )
 }
 
+/// `plan` with the grace-period kthread beside its threads: pending
+/// callbacks (the old table's free) run during the race, not after the
+/// joins. The kthread is a thread of its own for loom even while it sleeps,
+/// so these twins run at bound 2.
+fn with_gp_kthread(plan: Plan) -> Plan {
+    Plan {
+        gp_kthread: true,
+        ..plan
+    }
+}
+
+fn expand_vs_fget_recycled_gp(_: &[u8]) -> Plan {
+    with_gp_kthread(expand_vs_fget_recycled(&[]))
+}
+
+fn expand_vs_fget_open_gp(_: &[u8]) -> Plan {
+    with_gp_kthread(expand_vs_fget_open(&[]))
+}
+
+fn close_range_vs_open_gp(_: &[u8]) -> Plan {
+    with_gp_kthread(close_range_vs_open(&[]))
+}
+
+fn unshare_vs_expand_gp(_: &[u8]) -> Plan {
+    with_gp_kthread(unshare_vs_expand(&[]))
+}
+
+fn nr_open_vs_dup2_gp(_: &[u8]) -> Plan {
+    with_gp_kthread(nr_open_vs_dup2(&[]))
+}
+
 fn generated(input: &[u8]) -> Plan {
     Plan {
         init: generated_init(),
@@ -895,6 +926,56 @@ const SCENARIOS: &[Row] = &[
         tier: Tier::Pr,
         generated: false,
         plan: close_range_vs_dup2,
+    },
+    Scenario {
+        name: "expand-vs-fget-recycled-gp",
+        about: "expand-vs-fget-recycled with the grace-period kthread, which frees the old table during the \
+                race (bound 2)",
+        goals: &["expanded", "fget_saw_old_table"],
+        loom_bound: Some(2),
+        tier: Tier::Pr,
+        generated: false,
+        plan: expand_vs_fget_recycled_gp,
+    },
+    Scenario {
+        name: "expand-vs-fget-open-gp",
+        about: "expand-vs-fget-open with the grace-period kthread, which frees the old table during the \
+                race (bound 2)",
+        goals: &["expanded", "fget_saw_old_table"],
+        loom_bound: Some(2),
+        tier: Tier::Pr,
+        generated: false,
+        plan: expand_vs_fget_open_gp,
+    },
+    Scenario {
+        name: "close-range-vs-open-gp",
+        about: "close-range-vs-open with the grace-period kthread, which frees the old table during the \
+                race (bound 2)",
+        goals: &["expanded"],
+        loom_bound: Some(2),
+        tier: Tier::Pr,
+        generated: false,
+        plan: close_range_vs_open_gp,
+    },
+    Scenario {
+        name: "unshare-vs-expand-gp",
+        about: "unshare-vs-expand with the grace-period kthread, which frees the old table during the \
+                race (bound 2)",
+        goals: &["dup_fd_resize", "expanded"],
+        loom_bound: Some(2),
+        tier: Tier::Pr,
+        generated: false,
+        plan: unshare_vs_expand_gp,
+    },
+    Scenario {
+        name: "nr-open-vs-dup2-gp",
+        about: "nr-open-vs-dup2 with the grace-period kthread, which frees the old table during the \
+                race (bound 2)",
+        goals: &["alloc_fdtable_emfile", "expanded"],
+        loom_bound: Some(2),
+        tier: Tier::Pr,
+        generated: false,
+        plan: nr_open_vs_dup2_gp,
     },
     Scenario {
         name: "generated",
