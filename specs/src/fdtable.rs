@@ -929,8 +929,8 @@ const SCENARIOS: &[Row] = &[
     },
     Scenario {
         name: "expand-vs-fget-recycled-gp",
-        about: "expand-vs-fget-recycled with the grace-period kthread, which frees the old table during the \
-                race (bound 2)",
+        about: "expand-vs-fget-recycled with the grace-period kthread, which frees the old \
+                table during the race (bound 2)",
         goals: &["expanded", "fget_saw_old_table"],
         loom_bound: Some(2),
         tier: Tier::Pr,
@@ -939,8 +939,8 @@ const SCENARIOS: &[Row] = &[
     },
     Scenario {
         name: "expand-vs-fget-open-gp",
-        about: "expand-vs-fget-open with the grace-period kthread, which frees the old table during the \
-                race (bound 2)",
+        about: "expand-vs-fget-open with the grace-period kthread, which frees the old \
+                table during the race (bound 2)",
         goals: &["expanded", "fget_saw_old_table"],
         loom_bound: Some(2),
         tier: Tier::Pr,
@@ -949,8 +949,8 @@ const SCENARIOS: &[Row] = &[
     },
     Scenario {
         name: "close-range-vs-open-gp",
-        about: "close-range-vs-open with the grace-period kthread, which frees the old table during the \
-                race (bound 2)",
+        about: "close-range-vs-open with the grace-period kthread, which frees the old \
+                table during the race (bound 2)",
         goals: &["expanded"],
         loom_bound: Some(2),
         tier: Tier::Pr,
@@ -959,8 +959,8 @@ const SCENARIOS: &[Row] = &[
     },
     Scenario {
         name: "unshare-vs-expand-gp",
-        about: "unshare-vs-expand with the grace-period kthread, which frees the old table during the \
-                race (bound 2)",
+        about: "unshare-vs-expand with the grace-period kthread, which frees the old \
+                table during the race (bound 2)",
         goals: &["dup_fd_resize", "expanded"],
         loom_bound: Some(2),
         tier: Tier::Pr,
@@ -969,8 +969,8 @@ const SCENARIOS: &[Row] = &[
     },
     Scenario {
         name: "nr-open-vs-dup2-gp",
-        about: "nr-open-vs-dup2 with the grace-period kthread, which frees the old table during the \
-                race (bound 2)",
+        about: "nr-open-vs-dup2 with the grace-period kthread, which frees the old \
+                table during the race (bound 2)",
         goals: &["alloc_fdtable_emfile", "expanded"],
         loom_bound: Some(2),
         tier: Tier::Pr,
