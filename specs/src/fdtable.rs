@@ -491,8 +491,7 @@ fn expand_vs_fget(_: &[u8]) -> Plan {
 
 /// expand-vs-fget with the old table freed at the end, after the joins:
 /// without the grace-period kthread's thread loom can afford bound 3 in the
-/// PR tier (the kthread's own scenario costs 188,544 executions at bound 2
-/// and 14.0 million at bound 3, deep tier).
+/// PR tier (costs of both: docs/fdtable.md, "What each tier proves").
 fn expand_vs_fget_late_free(_: &[u8]) -> Plan {
     Plan {
         gp_kthread: false,
@@ -653,24 +652,24 @@ fn with_gp_kthread(plan: Plan) -> Plan {
     }
 }
 
-fn expand_vs_fget_recycled_gp(_: &[u8]) -> Plan {
-    with_gp_kthread(expand_vs_fget_recycled(&[]))
-}
-
-fn expand_vs_fget_open_gp(_: &[u8]) -> Plan {
-    with_gp_kthread(expand_vs_fget_open(&[]))
-}
-
-fn close_range_vs_open_gp(_: &[u8]) -> Plan {
-    with_gp_kthread(close_range_vs_open(&[]))
-}
-
-fn unshare_vs_expand_gp(_: &[u8]) -> Plan {
-    with_gp_kthread(unshare_vs_expand(&[]))
-}
-
-fn nr_open_vs_dup2_gp(_: &[u8]) -> Plan {
-    with_gp_kthread(nr_open_vs_dup2(&[]))
+/// The `-gp` twin of scenario `$base` (plan `$plan`, goals `$goals`): the
+/// same race at bound 2 with the grace-period kthread.
+macro_rules! gp_twin {
+    ($base:literal, $plan:ident, $goals:expr) => {
+        Scenario {
+            name: concat!($base, "-gp"),
+            about: concat!(
+                $base,
+                " with the grace-period kthread, which frees the old table during the race \
+                 (bound 2)"
+            ),
+            goals: $goals,
+            loom_bound: Some(2),
+            tier: Tier::Pr,
+            generated: false,
+            plan: |_| with_gp_kthread($plan(&[])),
+        }
+    };
 }
 
 fn generated(input: &[u8]) -> Plan {
@@ -927,56 +926,27 @@ const SCENARIOS: &[Row] = &[
         generated: false,
         plan: close_range_vs_dup2,
     },
-    Scenario {
-        name: "expand-vs-fget-recycled-gp",
-        about: "expand-vs-fget-recycled with the grace-period kthread, which frees the old \
-                table during the race (bound 2)",
-        goals: &["expanded", "fget_saw_old_table"],
-        loom_bound: Some(2),
-        tier: Tier::Pr,
-        generated: false,
-        plan: expand_vs_fget_recycled_gp,
-    },
-    Scenario {
-        name: "expand-vs-fget-open-gp",
-        about: "expand-vs-fget-open with the grace-period kthread, which frees the old \
-                table during the race (bound 2)",
-        goals: &["expanded", "fget_saw_old_table"],
-        loom_bound: Some(2),
-        tier: Tier::Pr,
-        generated: false,
-        plan: expand_vs_fget_open_gp,
-    },
-    Scenario {
-        name: "close-range-vs-open-gp",
-        about: "close-range-vs-open with the grace-period kthread, which frees the old \
-                table during the race (bound 2)",
-        goals: &["expanded"],
-        loom_bound: Some(2),
-        tier: Tier::Pr,
-        generated: false,
-        plan: close_range_vs_open_gp,
-    },
-    Scenario {
-        name: "unshare-vs-expand-gp",
-        about: "unshare-vs-expand with the grace-period kthread, which frees the old \
-                table during the race (bound 2)",
-        goals: &["dup_fd_resize", "expanded"],
-        loom_bound: Some(2),
-        tier: Tier::Pr,
-        generated: false,
-        plan: unshare_vs_expand_gp,
-    },
-    Scenario {
-        name: "nr-open-vs-dup2-gp",
-        about: "nr-open-vs-dup2 with the grace-period kthread, which frees the old \
-                table during the race (bound 2)",
-        goals: &["alloc_fdtable_emfile", "expanded"],
-        loom_bound: Some(2),
-        tier: Tier::Pr,
-        generated: false,
-        plan: nr_open_vs_dup2_gp,
-    },
+    gp_twin!(
+        "expand-vs-fget-recycled",
+        expand_vs_fget_recycled,
+        &["expanded", "fget_saw_old_table"]
+    ),
+    gp_twin!(
+        "expand-vs-fget-open",
+        expand_vs_fget_open,
+        &["expanded", "fget_saw_old_table"]
+    ),
+    gp_twin!("close-range-vs-open", close_range_vs_open, &["expanded"]),
+    gp_twin!(
+        "unshare-vs-expand",
+        unshare_vs_expand,
+        &["dup_fd_resize", "expanded"]
+    ),
+    gp_twin!(
+        "nr-open-vs-dup2",
+        nr_open_vs_dup2,
+        &["alloc_fdtable_emfile", "expanded"]
+    ),
     Scenario {
         name: "generated",
         about: "2-3 threads of 1-3 calls decoded from the input bytes, from fds 0-2 open \
