@@ -295,6 +295,7 @@ impl Check {
                 .goals
                 .iter()
                 .filter(|g| !e.reached.contains(*g))
+                .filter(|g| self.model.goal_applies(self.variant.name, g))
                 .map(|g| g.to_string())
                 .collect()
         } else {

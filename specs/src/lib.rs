@@ -14,6 +14,7 @@
 pub mod fdtable;
 pub mod freelist;
 pub mod litmus;
+pub mod open_creat;
 pub mod primitives;
 pub mod shared;
 pub mod unlazy;
@@ -231,6 +232,14 @@ pub trait Spec: Sync + 'static {
         true
     }
 
+    /// Whether a scenario's goal is one `code` can reach at all (a
+    /// tracepoint in code an older base does not have): an exhaustive
+    /// search of that variant that misses it is not vacuous. Every goal
+    /// applies unless the model says otherwise.
+    fn goal_applies(_code: Self::Code, _goal: &'static str) -> bool {
+        true
+    }
+
     /// What `variant`'s registry verdict needs beyond interleavings (see
     /// [`Need`]); none unless the model says otherwise.
     fn needs(_variant: &Variant<Self::Code>) -> &'static [Need] {
@@ -332,6 +341,9 @@ pub trait Model: Sync {
 
     /// See [`Spec::LIMITS`].
     fn limits(&self) -> &'static [&'static str];
+
+    /// See [`Spec::goal_applies`].
+    fn goal_applies(&self, variant: &str, goal: &'static str) -> bool;
 
     /// What `variant`'s registry verdict needs beyond interleavings, in the
     /// order they are asked: the first need an engine is blind to gives the
@@ -452,6 +464,11 @@ impl<S: Spec> Model for Registered<S> {
         self.row(variant).map_or(&[], S::needs)
     }
 
+    fn goal_applies(&self, variant: &str, goal: &'static str) -> bool {
+        self.row(variant)
+            .is_none_or(|v| S::goal_applies(v.code, goal))
+    }
+
     fn also_violates(&self, variant: &str) -> &'static [&'static str] {
         self.row(variant).map_or(&[], S::also_violates)
     }
@@ -471,10 +488,18 @@ static PRIMITIVES: Registered<primitives::Primitives> = Registered::new();
 static FDTABLE: Registered<fdtable::Fdtable> = Registered::new();
 static FREELIST: Registered<freelist::Freelist> = Registered::new();
 static UNLAZY: Registered<unlazy::Unlazy> = Registered::new();
+static OPEN_CREAT: Registered<open_creat::OpenCreat> = Registered::new();
 
 /// Every model, in `vfsmc list` order.
 pub fn models() -> Vec<&'static dyn Model> {
-    vec![&LITMUS, &PRIMITIVES, &FDTABLE, &FREELIST, &UNLAZY]
+    vec![
+        &LITMUS,
+        &PRIMITIVES,
+        &FDTABLE,
+        &FREELIST,
+        &UNLAZY,
+        &OPEN_CREAT,
+    ]
 }
 
 /// The model called `name`.

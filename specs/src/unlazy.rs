@@ -37,6 +37,10 @@ pub enum Walker {
 /// One namespace change by the actor.
 #[derive(Clone, Copy, Debug)]
 pub enum Op {
+    /// rmdir(2) of an empty directory (-ENOTEMPTY otherwise).
+    Rmdir(&'static str),
+    /// A client is granted a delegation on a directory.
+    Delegate(&'static str),
     Rename(&'static str, &'static str),
     Unlink(&'static str),
     Mkdir(&'static str),
@@ -595,7 +599,7 @@ fn walk(vfs: &Vfs, t: &Task, flavor: Flavor, walker: Walker) {
 }
 
 /// One namespace change by the actor.
-fn act(vfs: &Vfs, t: &Task, op: Op) {
+pub fn act(vfs: &Vfs, t: &Task, op: Op) {
     match op {
         Op::Rename(from, to) => vfs.vfs_rename(t, &components(from), &components(to)),
         Op::Unlink(p) => vfs.vfs_unlink(t, &components(p)),
@@ -606,10 +610,15 @@ fn act(vfs: &Vfs, t: &Task, op: Op) {
             let _ = vfs.path_umount(t, &components(p));
         }
         Op::RcuBarrier => vfs.rcu.rcu_barrier(t),
+        Op::Rmdir(p) => {
+            let _ = vfs.vfs_rmdir(t, &components(p));
+        }
+        Op::Delegate(p) => vfs.grant_delegation(t, &components(p)),
     }
 }
 
-fn show_outcome(r: &Result<u64, Errno>) -> String {
+/// How a report names a walk's result.
+pub fn show_outcome(r: &Result<u64, Errno>) -> String {
     match r {
         Ok(0) => "a NULL inode".to_string(),
         Ok(i) => format!("inode#{i}"),
@@ -658,8 +667,14 @@ fn path_text(l: &Lookup) -> String {
 }
 
 fn refs_exact(w: &World) -> Result<(), String> {
-    let vfs = &w.vfs;
-    for holder in ["walker", "actor"] {
+    refs_balanced(&w.vfs, &["walker", "actor"])
+}
+
+/// L4 for any model on the VFS: no task in `holders` ends holding a
+/// reference, and every live dentry's and mount's count equals the
+/// references the ledger holds on it.
+pub fn refs_balanced(vfs: &Vfs, holders: &[&str]) -> Result<(), String> {
+    for &holder in holders {
         let held = vfs.refs.held_by(vfsmc_model::trace::intern(holder));
         if !held.is_empty() {
             return Err(format!("{holder} ends holding {held:?}"));
@@ -742,6 +757,12 @@ fn sync_umount(w: &World) -> Result<(), String> {
 }
 
 fn render(vfs: &Vfs) -> String {
+    render_vfs(vfs, &["walker", "actor"])
+}
+
+/// The VFS in two lines for a violation's report: every dentry (name,
+/// count, inode, hashed, freed) and the references `holders` hold.
+pub fn render_vfs(vfs: &Vfs, holders: &[&str]) -> String {
     let mut lines = Vec::new();
     let mut dentries = Vec::new();
     vfs.dentries.each(|d, state, de| {
@@ -767,7 +788,7 @@ fn render(vfs: &Vfs) -> String {
         .refs
         .entries()
         .iter()
-        .filter(|(h, _, _)| ["walker", "actor"].contains(h))
+        .filter(|(h, _, _)| holders.contains(h))
         .map(|(h, o, n)| format!("{h}:{o:?}x{n}"))
         .collect();
     lines.push(format!(

@@ -25,6 +25,7 @@ pub enum Errno {
     ELOOP,
     EISDIR,
     ESTALE,
+    ENOTEMPTY,
 }
 
 impl fmt::Display for Errno {
@@ -79,7 +80,7 @@ fn show_raw(raw: u64) -> String {
 }
 
 /// Every errno, in declaration order (the inverse of `e as u64`).
-const ERRNOS: [Errno; 13] = [
+const ERRNOS: [Errno; 14] = [
     Errno::ENOENT,
     Errno::EBADF,
     Errno::EAGAIN,
@@ -93,6 +94,7 @@ const ERRNOS: [Errno; 13] = [
     Errno::ELOOP,
     Errno::EISDIR,
     Errno::ESTALE,
+    Errno::ENOTEMPTY,
 ];
 
 impl<T> ErrPtr<T> {

@@ -526,6 +526,25 @@ impl<T> Slab<T> {
         r
     }
 
+    /// Allocates a fresh object built from its own object number (a
+    /// dentry's hash-chain bit), the number chosen under the cache's lock so
+    /// that concurrent allocations never share one.
+    pub fn alloc_numbered(&self, t: &Task, fresh: impl FnOnce(ObjRef) -> T) -> ObjRef {
+        let mut st = ghost(&*self.state);
+        let r = st.objects.len() as u64 + 1;
+        st.objects.push((Arc::new(fresh(r)), Life::Live { gen: 1 }));
+        if self.returns_via.is_some() {
+            st.pages.push(Arc::new(sync::AtomicU64::new(0)));
+        }
+        drop(st);
+        t.step(Effect::Alloc {
+            cache: self.name,
+            obj: r,
+            recycled_gen: None,
+        });
+        r
+    }
+
     /// Scenario set-up: an object that already exists when the execution
     /// starts (allocated before any thread runs, so no step is recorded).
     pub fn prealloc(&self, obj: T) -> ObjRef {

@@ -78,6 +78,9 @@ pub struct RwSemaphore {
     name: Name,
     writer: sync::Mutex,
     readers: Atomic,
+    /// Ghost: a writer holds it (for checks that a section runs under the
+    /// exclusive lock).
+    exclusive: std::sync::atomic::AtomicBool,
 }
 
 /// A held [`RwSemaphore`], shared or exclusive; released on drop.
@@ -93,8 +96,15 @@ impl RwSemaphore {
         RwSemaphore {
             readers: Atomic::new(format!("{name}.readers"), 0),
             writer: sync::Mutex::new(),
+            exclusive: std::sync::atomic::AtomicBool::new(false),
             name,
         }
+    }
+
+    /// Whether a writer holds the semaphore (ghost; the caller asks about
+    /// its own hold).
+    pub fn held_exclusive(&self) -> bool {
+        self.exclusive.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// down_read (inode_lock_shared): may sleep.
@@ -120,6 +130,8 @@ impl RwSemaphore {
         }
         t.cost(Counter::SleepingLock, 1);
         t.step(lock_effect(LockOp::DownWrite, self.name));
+        self.exclusive
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         RwGuard {
             sem: self,
             task: t,
@@ -139,6 +151,9 @@ impl Drop for RwGuard<'_> {
             return;
         }
         if self.writer.take().is_some() {
+            self.sem
+                .exclusive
+                .store(false, std::sync::atomic::Ordering::SeqCst);
             self.task.step(lock_effect(LockOp::UpWrite, self.sem.name));
         } else {
             self.sem.readers.atomic_sub_return(self.task, 1);

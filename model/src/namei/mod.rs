@@ -24,6 +24,7 @@
 //! the heap symlink stack (two embedded levels), and chroot/chdir races
 //! (`fs->seq` is sampled but nothing writes it).
 
+pub mod open;
 pub mod unlazy;
 pub mod walk;
 
@@ -39,6 +40,9 @@ pub const LOOKUP_REVAL: u32 = 1 << 7;
 pub const LOOKUP_RCU: u32 = 1 << 8;
 pub const LOOKUP_CACHED: u32 = 1 << 9;
 pub const LOOKUP_PARENT: u32 = 1 << 10;
+pub const LOOKUP_OPEN: u32 = 1 << 16;
+pub const LOOKUP_CREATE: u32 = 1 << 17;
+pub const LOOKUP_EXCL: u32 = 1 << 18;
 
 /// `nd->state` bits (fs/namei.c).
 pub const ND_ROOT_PRESET: u32 = 1;
@@ -90,6 +94,10 @@ pub enum Bug {
     /// instead of `smp_load_acquire` (before "fix missing barriers when
     /// checking positivity", v5.5).
     PositivityNoAcquire,
+    /// `step_into` (RCU branch) turns a NULL inode into -ENOENT before
+    /// `read_seqcount_retry` proves the snapshot current (Al Viro's concern
+    /// of 14 Aug 2024 on the O_CREAT fast path, made a mutant).
+    StepIntoNullBeforeSeqCheck,
 }
 
 /// A variant as the walk sees it: substrate and walk defects, if any.

@@ -27,7 +27,7 @@ pub struct Walk<'a> {
     pub nd: Nameidata,
     /// The inode the last attempt ended on (what the caller is told), or
     /// its errno.
-    inode_seen: Result<crate::vfs::InodeRef, Errno>,
+    pub(crate) inode_seen: Result<crate::vfs::InodeRef, Errno>,
 }
 
 /// A symlink body still to walk (`pick_link`'s non-NULL return).
@@ -62,7 +62,7 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn mntput(&self, m: crate::vfs::MountRef) {
+    pub(crate) fn mntput(&self, m: crate::vfs::MountRef) {
         if m != 0 {
             self.ref_op("mntput");
             self.vfs.mntput(self.t, self.t.name(), m);
@@ -70,13 +70,13 @@ impl<'a> Walk<'a> {
     }
 
     /// path_put.
-    fn path_put(&self, p: Path) {
+    pub(crate) fn path_put(&self, p: Path) {
         self.dput(p.dentry);
         self.mntput(p.mnt);
     }
 
     /// path_get.
-    fn path_get(&self, p: Path) {
+    pub(crate) fn path_get(&self, p: Path) {
         self.ref_op("path_get");
         self.vfs.mntget(self.t, self.t.name(), p.mnt);
         self.vfs.dget(self.t, p.dentry);
@@ -88,7 +88,7 @@ impl<'a> Walk<'a> {
     /// (then `smp_rmb`), and start at the root, sampled under `fs->seq`
     /// (lazy) or referenced with ND_ROOT_GRABBED (ref-walk), or at the cwd
     /// (the root is then set only when the walk needs it).
-    fn path_init(&mut self, flags: u32, absolute: bool) -> Result<(), Errno> {
+    pub(crate) fn path_init(&mut self, flags: u32, absolute: bool) -> Result<(), Errno> {
         let _f = self.t.enter("path_init");
         if flags & LOOKUP_CACHED != 0 && flags & LOOKUP_RCU == 0 {
             return Err(Errno::EAGAIN);
@@ -180,7 +180,7 @@ impl<'a> Walk<'a> {
     /// fs/namei.c:link_path_walk (7.3): every component but the last,
     /// walking symlink bodies as they come (the outer rest saved in the
     /// link's stack entry), each step landing on a directory.
-    fn link_path_walk(&mut self, mut name: Vec<u64>) -> Result<(), Errno> {
+    pub(crate) fn link_path_walk(&mut self, mut name: Vec<u64>) -> Result<(), Errno> {
         let _f = self.t.enter("link_path_walk");
         self.nd.last_type = LastType::Root;
         self.nd.flags |= LOOKUP_PARENT;
@@ -267,7 +267,7 @@ impl<'a> Walk<'a> {
     /// still be `nd->seq` (-ECHILD; a rename's false negative is fine, the
     /// ref-walk lookup is not racy); a miss unlazies and returns NULL.
     /// Ref-walk: `__d_lookup`, the child referenced.
-    fn lookup_fast(&mut self) -> Result<Option<DentryRef>, Errno> {
+    pub(crate) fn lookup_fast(&mut self) -> Result<Option<DentryRef>, Errno> {
         let _f = self.t.enter("lookup_fast");
         let parent = self.nd.path.dentry;
         if !self.nd.rcu() {
@@ -325,7 +325,11 @@ impl<'a> Walk<'a> {
     /// not a symlink): read `d_inode`, validate `d_seq` against
     /// `next_seq` (-ECHILD), only then act on a NULL inode (-ENOENT), and
     /// move on. Everything else goes through `step_into_slowpath`.
-    fn step_into(&mut self, flags: u32, dentry: DentryRef) -> Result<Option<Link>, Errno> {
+    pub(crate) fn step_into(
+        &mut self,
+        flags: u32,
+        dentry: DentryRef,
+    ) -> Result<Option<Link>, Errno> {
         let _f = self.t.enter("step_into");
         let de = self.vfs.dentries.get(self.t, dentry);
         let d_flags = de.d_flags.read_once(self.t);
@@ -335,6 +339,9 @@ impl<'a> Walk<'a> {
             return self.step_into_slowpath(flags, dentry);
         }
         let inode = de.d_inode.read_once_ptr(self.t);
+        if inode == 0 && self.flavor.has(Bug::StepIntoNullBeforeSeqCheck) {
+            return Err(Errno::ENOENT);
+        }
         if de.d_seq.read_seqcount_retry(self.t, self.nd.next_seq) {
             self.t.tracepoint("child_seq_changed");
             return Err(Errno::ECHILD);
@@ -551,7 +558,7 @@ impl<'a> Walk<'a> {
     }
 
     /// fs/namei.c:put_link (7.3): pop the last link (ref-walk: put it).
-    fn put_link(&mut self) {
+    pub(crate) fn put_link(&mut self) {
         self.nd.depth -= 1;
         let link = self.nd.stack[self.nd.depth].link;
         if !self.nd.rcu() {
@@ -562,7 +569,7 @@ impl<'a> Walk<'a> {
     /// fs/namei.c:handle_dots (7.3, ".." only, not scoped): lazily,
     /// `follow_dotdot_rcu`; in ref-walk `follow_dotdot` (`dget_parent`);
     /// then step onto the parent without following.
-    fn handle_dots(&mut self) -> Result<Option<Link>, Errno> {
+    pub(crate) fn handle_dots(&mut self) -> Result<Option<Link>, Errno> {
         let _f = self.t.enter("handle_dots");
         if self.nd.root.mnt == 0 {
             self.set_root();
@@ -640,7 +647,7 @@ impl<'a> Walk<'a> {
     /// fs/namei.c:complete_walk (7.3): a lazy walk's last legitimization
     /// (the root is not grabbed; LOOKUP_CACHED is cleared, the final unlazy
     /// being non-blocking).
-    fn complete_walk(&mut self) -> Result<(), Errno> {
+    pub(crate) fn complete_walk(&mut self) -> Result<(), Errno> {
         let _f = self.t.enter("complete_walk");
         if self.nd.rcu() {
             if self.nd.state & ND_ROOT_PRESET == 0 {

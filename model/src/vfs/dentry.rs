@@ -31,6 +31,9 @@ pub const DCACHE_SYMLINK_TYPE: u64 = 3;
 pub const DCACHE_ENTRY_TYPE: u64 = 3;
 /// A mount sits on this dentry.
 pub const DCACHE_MOUNTED: u64 = 4;
+/// DCACHE_PAR_LOOKUP: the dentry is in-lookup (`d_alloc_parallel` made it;
+/// `d_lookup_done` or `__d_add` ends it).
+pub const DCACHE_PAR_LOOKUP: u64 = 8;
 
 /// DENTRY_D_LOCK_NESTED: a child's (or second) `d_lock` under another's.
 pub const DENTRY_D_LOCK_NESTED: u8 = 1;
@@ -47,11 +50,14 @@ fn show_flags(f: u64) -> String {
         DCACHE_SYMLINK_TYPE => "SYMLINK",
         _ => "NEGATIVE",
     };
+    let mut out = ty.to_string();
     if f & DCACHE_MOUNTED != 0 {
-        format!("{ty}|MOUNTED")
-    } else {
-        ty.to_string()
+        out.push_str("|MOUNTED");
     }
+    if f & DCACHE_PAR_LOOKUP != 0 {
+        out.push_str("|PAR_LOOKUP");
+    }
+    out
 }
 
 fn show_inode(i: u64) -> String {
@@ -477,6 +483,20 @@ impl Vfs {
         let de = self.dentries.get(t, d);
         let kind = self.inodes.get(t, inode).kind;
         let g = de.d_lockref.lock(t);
+        self.__d_set_inode_and_type(t, &de, inode, kind, created);
+        g.unlock();
+    }
+
+    /// fs/dcache.c:__d_set_inode_and_type inside a `d_seq` write section
+    /// (`d_lock` held): `d_inode` stored, then the type bits released.
+    pub(super) fn __d_set_inode_and_type(
+        &self,
+        t: &Task,
+        de: &Dentry,
+        inode: InodeRef,
+        kind: Kind,
+        created: bool,
+    ) {
         de.d_seq.write_seqcount_begin(t);
         if created && de.hashed.peek() != 0 {
             let dir = self.dentry(de.d_parent.peek()).d_inode.peek();
@@ -487,7 +507,6 @@ impl Vfs {
         de.d_flags
             .store_release(t, (flags & !DCACHE_ENTRY_TYPE) | d_flags_for(kind));
         de.d_seq.write_seqcount_end(t);
-        g.unlock();
     }
 
     /// fs/dcache.c:d_alloc (v7.3): a new negative, unhashed dentry named
@@ -501,10 +520,22 @@ impl Vfs {
         label: &'static str,
     ) -> DentryRef {
         let _f = t.enter("d_alloc");
-        let me = self.dentries.count() as u64 + 1;
-        let d = self
-            .dentries
-            .alloc(t, || Dentry::new(me, label, name, parent, 1), |_| {});
+        self.__d_alloc(t, parent, name, label, DCACHE_MISS_TYPE)
+    }
+
+    /// A new dentry with `flags` under `parent` (d_alloc's body; the
+    /// in-lookup flag is set before anyone can see it).
+    pub(super) fn __d_alloc(
+        &self,
+        t: &Task,
+        parent: DentryRef,
+        name: u64,
+        label: &'static str,
+        flags: u64,
+    ) -> DentryRef {
+        let d = self.dentries.alloc_numbered(t, |me| {
+            Dentry::with_state(me, label, name, parent, 1, (0, flags, false))
+        });
         self.took_dentry(t, t.name(), d);
         let pe = self.dentries.get(t, parent);
         let g = pe.d_lockref.lock(t);
@@ -521,6 +552,9 @@ impl Vfs {
     /// what the filesystem already had.
     pub fn d_add(&self, t: &Task, d: DentryRef, inode: InodeRef, created: bool) {
         let _f = t.enter("d_add");
+        if self.dentry(d).d_flags.peek() & DCACHE_PAR_LOOKUP != 0 {
+            return self.__d_add_in_lookup(t, d, inode);
+        }
         if inode != 0 {
             self.instantiate(t, d, inode, false);
         }
@@ -532,7 +566,7 @@ impl Vfs {
 
     /// fs/dcache.c:__d_rehash (v7.3; `d_lock` held): publish on the
     /// dentry's chain (`hlist_bl_add_head_rcu`: a release store).
-    fn __d_rehash(&self, t: &Task, de: &Dentry, created: bool) {
+    pub(super) fn __d_rehash(&self, t: &Task, de: &Dentry, created: bool) {
         let name = de.d_name.read_once(t);
         if created {
             let dir = self.dentry(de.d_parent.peek()).d_inode.peek();

@@ -10,7 +10,10 @@
 //! - [`mount`]: `struct mount` (mnt_count, mnt_flags, mnt_ns), the global
 //!   `mount_lock`, `__legitimize_mnt`, `mntput`, `__lookup_mnt`, a minimal
 //!   synchronous `do_umount` (fs/namespace.c, v7.3-rc1 copy).
-//! - [`inode`]: inodes with `i_rwsem` and symlink bodies.
+//! - [`in_lookup`]: `d_alloc_parallel`'s in-lookup dentries, their waiters
+//!   and `__d_add`'s hand-over into the hash under `i_dir_seq`.
+//! - [`inode`]: inodes with `i_rwsem`, symlink bodies, S_DEAD, `i_dir_seq`
+//!   and a directory delegation.
 //! - [`refs`]: the ghost reference ledger: who holds which reference on which
 //!   dentry or mount, so a leak, a double put, or a get on a dead or freed
 //!   object is named in the trace with its holder.
@@ -28,6 +31,7 @@
 //! whole execution), and hash collisions (one chain per name).
 
 pub mod dentry;
+pub mod in_lookup;
 pub mod inode;
 pub mod mount;
 pub mod namespace;
@@ -42,6 +46,7 @@ use crate::kernel::errptr::Errno;
 use crate::kernel::rcu::{ObjRef, Rcu, Slab};
 use crate::kernel::seqcount::SeqLock;
 use crate::kernel::sleeping::Mutex;
+use crate::kernel::spinlock::SpinLock;
 
 pub use dentry::Dentry;
 pub use inode::{Inode, Kind};
@@ -144,6 +149,10 @@ pub struct Vfs {
     pub rcu: Rcu,
     /// The dcache hash: one RCU chain per name, a bit per dentry on it.
     pub buckets: Vec<Atomic>,
+    /// The in-lookup hash: one chain per name of DCACHE_PAR_LOOKUP
+    /// dentries, under one bit lock (`in_lookup_hashtable`).
+    pub in_lookup: Vec<Atomic>,
+    pub in_lookup_lock: SpinLock,
     pub rename_lock: SeqLock,
     pub mount_lock: SeqLock,
     pub namespace_sem: Mutex,
@@ -166,6 +175,8 @@ impl Vfs {
             mounts: Arc::new(Slab::new("mount")),
             rcu: Rcu::new(),
             buckets: Vec::new(),
+            in_lookup: Vec::new(),
+            in_lookup_lock: SpinLock::new("in_lookup_hashtable"),
             rename_lock: SeqLock::new("rename_lock"),
             mount_lock: SeqLock::new("mount_lock"),
             namespace_sem: Mutex::new("namespace_sem"),

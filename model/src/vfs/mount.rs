@@ -63,6 +63,9 @@ pub struct Mount {
     pub hashed: Atomic,
     /// Ghost: the task that performed the final `mntput`.
     pub final_put: GhostMutex<Option<Name>>,
+    /// `mnt_writers`: write accesses held (`mnt_want_write`), per-CPU in
+    /// the kernel, one word here.
+    pub mnt_writers: Atomic,
 }
 
 impl Mount {
@@ -87,6 +90,7 @@ impl Mount {
             mnt_parent: parent,
             hashed: Atomic::new(format!("{label}.hashed"), u64::from(parent != 0)),
             final_put: GhostMutex::new(None),
+            mnt_writers: Atomic::new(format!("{label}.mnt_writers"), 0),
         }
     }
 
@@ -108,6 +112,34 @@ impl Vfs {
             m.mnt_count.atomic_add(t, n as u64);
         } else {
             m.mnt_count.atomic_sub(t, n.unsigned_abs());
+        }
+    }
+
+    /// fs/namespace.c:mnt_want_write (v7.3, reduced): `sb_start_write`
+    /// (may sleep while the filesystem is frozen), then `mnt_inc_writers`
+    /// followed by the `smp_mb()` that pairs with MNT_WRITE_HOLD (a fully
+    /// ordered increment here). The model's mounts are never read-only, so
+    /// it always succeeds.
+    pub fn mnt_want_write(&self, t: &Task, m: MountRef) -> Result<(), Errno> {
+        let _f = t.enter("mnt_want_write");
+        t.might_sleep("sb_start_write", None);
+        self.mounts.get(t, m).mnt_writers.atomic_add_return(t, 1);
+        Ok(())
+    }
+
+    /// fs/namespace.c:mnt_drop_write (v7.3): give the write access back;
+    /// dropping one that is not held underflows the count.
+    pub fn mnt_drop_write(&self, t: &Task, m: MountRef) {
+        let _f = t.enter("mnt_drop_write");
+        let mnt = self.mounts.get(t, m);
+        if mnt.mnt_writers.atomic_sub_return(t, 1) == u64::MAX {
+            t.violation(
+                "mnt_write_balanced",
+                format!(
+                    "mnt_drop_write of {} without a write access held",
+                    mnt.label
+                ),
+            );
         }
     }
 

@@ -31,6 +31,11 @@ pub enum Node {
     Negative(&'static str),
     /// The task's cwd (an existing directory; `/` if no node says).
     Cwd(&'static str),
+    /// A regular file the filesystem holds but the dcache does not (a
+    /// lookup must ask `->lookup`).
+    Uncached(&'static str),
+    /// A client holds a delegation on this existing directory.
+    Delegated(&'static str),
 }
 
 /// Splits `/a/b` into name indexes (`..` becomes [`super::namespace::DOTDOT`]).
@@ -68,6 +73,7 @@ struct MountSpec {
 #[derive(Default)]
 struct Layout {
     inodes: Vec<(&'static str, Kind, Vec<u64>)>,
+    delegated: Vec<u64>,
     dentries: Vec<DentrySpec>,
     mounts: Vec<MountSpec>,
     refs: Vec<(Name, Obj)>,
@@ -179,14 +185,23 @@ impl Layout {
     }
 
     fn add(&mut self, root: Path, node: Node) {
-        if let Node::Cwd(p) = node {
-            self.cwd = Some(self.find(root, &components(p)));
-            return;
+        match node {
+            Node::Cwd(p) => {
+                self.cwd = Some(self.find(root, &components(p)));
+                return;
+            }
+            Node::Delegated(p) => {
+                let d = self.find(root, &components(p)).dentry;
+                let inode = self.dentries[d as usize - 1].inode;
+                self.delegated.push(inode);
+                return;
+            }
+            _ => {}
         }
         let (path, kind, body) = match node {
-            Node::Cwd(_) => unreachable!("handled above"),
+            Node::Cwd(_) | Node::Delegated(_) => unreachable!("handled above"),
             Node::Dir(p) | Node::Mount(p) | Node::Negative(p) => (p, Kind::Dir, Vec::new()),
-            Node::File(p) => (p, Kind::Reg, Vec::new()),
+            Node::File(p) | Node::Uncached(p) => (p, Kind::Reg, Vec::new()),
             Node::Symlink(p, body) => (p, Kind::Symlink, components(body)),
         };
         let comps = components(path);
@@ -212,7 +227,9 @@ impl Layout {
             return self.negative(label, name[0], dir.dentry);
         }
         let inode = self.inode(label, kind, body.clone());
-        self.dentry(label, name[0], dir.dentry, inode);
+        if !matches!(node, Node::Uncached(_)) {
+            self.dentry(label, name[0], dir.dentry, inode);
+        }
         self.ns.add(dir_inode, name[0], inode);
         match kind {
             Kind::Dir => self.ns.dirs.push(inode),
@@ -254,8 +271,12 @@ impl Vfs {
             l.hold_dentry(intern("fs"), p.dentry);
         }
         let mut vfs = Vfs::new(bug);
-        for (label, kind, body) in l.inodes {
-            vfs.inodes.prealloc(Inode::new(label, kind, body));
+        for (i, (label, kind, body)) in l.inodes.into_iter().enumerate() {
+            let mut inode = Inode::new(label, kind, body);
+            if l.delegated.contains(&(i as u64 + 1)) {
+                inode.i_deleg = Atomic::new(format!("{label}.i_deleg"), 1);
+            }
+            vfs.inodes.prealloc(inode);
         }
         let mut chains = vec![0u64; NAMES.len()];
         for (i, d) in l.dentries.iter().enumerate() {
@@ -279,6 +300,10 @@ impl Vfs {
             .map(|(&c, n)| {
                 Atomic::with_format(format!("dcache_hash[{n}]"), c, Show::With(show_chain))
             })
+            .collect();
+        vfs.in_lookup = NAMES
+            .iter()
+            .map(|n| Atomic::with_format(format!("in_lookup_hash[{n}]"), 0, Show::With(show_chain)))
             .collect();
         for s in l.mounts {
             vfs.mounts

@@ -71,7 +71,7 @@ impl Vfs {
         (p, name[0])
     }
 
-    fn dir_inode(&self, d: DentryRef) -> std::sync::Arc<Inode> {
+    pub fn dir_inode(&self, d: DentryRef) -> std::sync::Arc<Inode> {
         self.inodes.peek(self.dentry(d).d_inode.peek())
     }
 
@@ -115,6 +115,72 @@ impl Vfs {
         self.d_delete(t, victim.dentry);
         g.up();
         self.dput(t, victim.dentry);
+    }
+
+    /// rmdir(2) of the directory `path` (fs/namei.c:vfs_rmdir, v7.3
+    /// 1c3e8cef79ea, reduced): under the parent's `i_rwsem`, then the
+    /// victim's own, refuse a non-empty directory (-ENOTEMPTY, what
+    /// `simple_rmdir` checks), else mark it S_DEAD (so a create that
+    /// already holds it sees IS_DEADDIR) and `d_delete` it.
+    pub fn vfs_rmdir(&self, t: &Task, path: &[u64]) -> Result<(), Errno> {
+        let _f = t.enter("vfs_rmdir");
+        let victim = self.find(path).expect("rmdir: the directory exists");
+        let (dir, _) = self.parent_and_name(path);
+        self.dget(t, victim.dentry);
+        let di = self.dir_inode(dir.dentry);
+        let g = di.i_rwsem.down_write(t);
+        let vi = self.dir_inode(victim.dentry);
+        let vg = vi.i_rwsem.down_write(t);
+        let me = self.dentry(victim.dentry).d_inode.peek();
+        let empty = self
+            .ns_history()
+            .last()
+            .is_none_or(|ns| ns.entries.iter().all(|e| e.0 != me));
+        let r = if empty {
+            // The directory is gone for lookups from here (IS_DEADDIR), so
+            // this is where the namespace loses the name.
+            let (parent, name) = (self.dentry(dir.dentry).d_inode.peek(), path[path.len() - 1]);
+            self.ns_update(|ns| ns.remove(parent, name));
+            vi.i_flags.atomic_or(t, super::inode::S_DEAD);
+            Ok(())
+        } else {
+            t.tracepoint("rmdir_not_empty");
+            Err(Errno::ENOTEMPTY)
+        };
+        vg.up();
+        if r.is_ok() {
+            self.d_delete(t, victim.dentry);
+        }
+        g.up();
+        self.dput(t, victim.dentry);
+        r
+    }
+
+    /// A client is granted a delegation on the directory `path`
+    /// (fs/locks.c's lease set-up for a directory delegation, reduced to
+    /// the flag `try_break_deleg` tests).
+    pub fn grant_delegation(&self, t: &Task, path: &[u64]) {
+        let _f = t.enter("generic_setlease");
+        let d = self.find(path).expect("the directory exists");
+        self.dir_inode(d.dentry).i_deleg.write_once(t, 1);
+    }
+
+    /// include/linux/filelock.h:try_break_deleg (v7.3, as lookup_open calls
+    /// it): a delegation on `dir` must be broken before the create; start
+    /// the break without waiting and report the inode to wait on.
+    pub fn try_break_deleg(&self, t: &Task, dir: &Inode) -> Option<()> {
+        let _f = t.enter("try_break_deleg");
+        (dir.i_deleg.read_once(t) != 0).then_some(())
+    }
+
+    /// fs/locks.c:break_deleg_wait (v7.3, reduced): sleep until the client
+    /// returns the delegation (or the lease-break timeout revokes it); then
+    /// the caller retries from the top.
+    pub fn break_deleg_wait(&self, t: &Task, dir: &Inode) {
+        let _f = t.enter("break_deleg_wait");
+        t.might_sleep("break_deleg_wait", None);
+        dir.i_deleg.write_once(t, 0);
+        t.tracepoint("delegation_retry");
     }
 
     /// mkdir(2) or creat(2) of `path` (`kind`): the parent's `i_rwsem`, a
@@ -171,6 +237,35 @@ impl Vfs {
         let d = self.d_alloc(t, parent, name, label);
         self.d_add(t, d, on_disk, false);
         d
+    }
+
+    /// `->lookup` on the in-lookup dentry `d` (fs/libfs.c:simple_lookup's
+    /// role, v7.3): `d_add` with the inode the directory holds on "disk",
+    /// or negative; that ends the in-lookup state.
+    pub fn fs_lookup(&self, t: &Task, d: DentryRef) {
+        let _f = t.enter("simple_lookup");
+        let de = self.dentry(d);
+        let dir = self.dentry(de.d_parent.peek()).d_inode.peek();
+        let on_disk = self
+            .ns_history()
+            .last()
+            .and_then(|ns| ns.lookup(dir, de.d_name.peek()))
+            .unwrap_or(0);
+        self.d_add(t, d, on_disk, false);
+    }
+
+    /// `->create` on the negative, hashed dentry `d` (what a simple
+    /// filesystem's create does: a new inode, `d_instantiate`, which puts
+    /// the name in the namespace). The caller holds the directory's
+    /// `i_rwsem` exclusive.
+    pub fn fs_create(&self, t: &Task, d: DentryRef) -> super::InodeRef {
+        let _f = t.enter("simple_create");
+        let label = intern(&format!("{}'", self.dentry_name(d)));
+        let inode = self
+            .inodes
+            .alloc(t, || Inode::new(label, Kind::Reg, Vec::new()), |_| {});
+        self.d_instantiate(t, d, inode);
+        inode
     }
 
     /// A dentry invalidated by its filesystem (`d_invalidate`, as a failed

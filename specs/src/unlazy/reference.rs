@@ -118,7 +118,9 @@ impl Reference {
         for node in nodes {
             let done = match *node {
                 Node::Dir(p) => r.create(p, Body::Dir(BTreeMap::new())),
-                Node::File(p) => r.create(p, Body::File),
+                Node::File(p) | Node::Uncached(p) => r.create(p, Body::File),
+                // A delegation changes no answer of a lookup.
+                Node::Delegated(_) => Ok(()),
                 Node::Symlink(p, body) => r.create(p, Body::Symlink(split(body))),
                 Node::Mount(p) => r.mount(p),
                 // A cached negative dentry changes no answer.
@@ -358,6 +360,15 @@ impl Reference {
             Op::Kill(p) => self.kill(p),
             Op::Umount(_) => Err(Refusal::Outside("umount")),
             Op::RcuBarrier => Ok(()),
+            Op::Rmdir(p) => {
+                let (dir, name) = self.parent_and_name(p)?;
+                let victim = self.child(dir, name).ok_or(Refusal::Fails("ENOENT"))?;
+                match self.obj(victim).body {
+                    Body::Dir(_) => self.unlink(p),
+                    _ => Err(Refusal::Fails("ENOTDIR")),
+                }
+            }
+            Op::Delegate(_) => Ok(()),
         }
     }
 
