@@ -195,6 +195,17 @@ impl Vfs {
         let (dir, name) = self.parent_and_name(path);
         let di = self.dir_inode(dir.dentry);
         let g = di.i_rwsem.down_write(t);
+        let dir_inode = self.dentry(dir.dentry).d_inode.peek();
+        if self
+            .ns_history()
+            .last()
+            .is_some_and(|ns| ns.lookup(dir_inode, name).is_some())
+        {
+            // creat(2) of a name that exists opens it; mkdir(2) fails.
+            t.tracepoint("create_exists");
+            g.up();
+            return;
+        }
         let existing = self
             .find_child(dir.dentry, name)
             .filter(|&d| !self.positive(d));
