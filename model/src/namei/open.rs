@@ -601,7 +601,7 @@ impl<'a> Open<'a> {
     /// fs/namei.c:do_open (7.3): leave RCU mode unless the file was created
     /// (complete_walk), audit what is opened, -EEXIST for O_EXCL without
     /// FMODE_CREATED, -EISDIR for O_CREAT on a directory, -ENOTDIR when a
-    /// directory was required, then `vfs_open`.
+    /// directory was required, `may_open`, then `vfs_open`.
     fn do_open(&mut self) -> Result<(), Errno> {
         let _f = self.t().enter("do_open");
         if self.file.f_mode & (FMODE_OPENED | FMODE_CREATED) == 0 {
@@ -626,6 +626,7 @@ impl<'a> Open<'a> {
         if self.w.nd.flags & LOOKUP_DIRECTORY != 0 && !is_dir {
             return Err(Errno::ENOTDIR);
         }
+        may_open(open_flag, is_dir)?;
         self.vfs_open();
         Ok(())
     }
@@ -674,6 +675,15 @@ impl<'a> Open<'a> {
         self.file.f_mode = 0;
         super::walk::path_put(self.vfs(), self.t(), p);
     }
+}
+
+/// fs/namei.c:may_open (7.3, reduced to its file-type rule; permission
+/// checks grant): a directory cannot be opened for writing (-EISDIR).
+fn may_open(open_flag: u32, is_dir: bool) -> Result<(), Errno> {
+    if is_dir && open_flag & (O_WRONLY | O_RDWR) != 0 {
+        return Err(Errno::EISDIR);
+    }
+    Ok(())
 }
 
 fn ptr_result(p: ErrPtr<DentryRef>) -> Result<Option<DentryRef>, Errno> {
