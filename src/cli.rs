@@ -235,6 +235,17 @@ struct BenchArgs {
     /// checked, and without; both runs must explore the same executions.
     #[arg(long)]
     overhead: bool,
+    /// Time a generated scenario natively instead: the stress engine (real
+    /// threads) runs it for every holding variant that applies, on each
+    /// --input, and prints executions per second in one-second samples.
+    #[arg(long, value_name = "SCENARIO")]
+    native: Option<String>,
+    /// Scenario bytes (hex) for --native; repeat for several rows.
+    #[arg(long, requires = "native")]
+    input: Vec<String>,
+    /// One-second samples per --native row.
+    #[arg(long, default_value_t = 5, requires = "native")]
+    seconds: u32,
     #[arg(long, value_enum, default_value_t = TableFormat::Text)]
     format: TableFormat,
 }
@@ -951,6 +962,9 @@ fn bench(a: BenchArgs) -> Out<i32> {
     if a.overhead {
         return bench_overhead(&models, &a);
     }
+    if let Some(s) = &a.native {
+        return bench_native(&models, s, &a);
+    }
     println!("vfsmc bench: wall-clock numbers on this machine; they vary between runs");
     for m in models {
         let variants: Vec<&'static Variant> = match &a.variant {
@@ -1054,6 +1068,77 @@ fn bench_throughput(
             r.exhaustive
         );
     }
+}
+
+/// `vfsmc bench MODEL --native SCENARIO --input HEX…`: a generated scenario
+/// on real threads (the stress engine), per input and holding variant, in
+/// one-second samples, will-it-scale style: the slowest and fastest second
+/// and the mean, in executions per second. Wall clock on this machine;
+/// tasks join at the end of each execution, so what one execution does is
+/// the scenario's to say.
+fn bench_native(models: &[&'static dyn Model], scenario: &str, a: &BenchArgs) -> Out<i32> {
+    let [m] = models else {
+        return Err(BadInput("--native needs one MODEL".into()));
+    };
+    let s = find_scenario(*m, scenario)?;
+    if !s.generated || a.input.is_empty() {
+        return Err(BadInput(format!(
+            "--native needs a generated scenario and at least one --input (scenario '{}'{})",
+            s.name,
+            if s.generated { "" } else { " is hand-written" }
+        )));
+    }
+    let inputs: Vec<Vec<u8>> = a
+        .input
+        .iter()
+        .map(|h| check::unhex(h).map_err(|e| BadInput(format!("--input: {e}"))))
+        .collect::<Out<_>>()?;
+    println!(
+        "vfsmc bench --native: {} [{}] on the stress engine (real threads), {} one-second \
+         sample(s) per row; wall clock on this machine",
+        m.name(),
+        s.name,
+        a.seconds
+    );
+    println!(
+        "{:<10} {:<24} {:>12} {:>12} {:>12}",
+        "input", "variant", "min/s", "max/s", "mean/s"
+    );
+    for input in &inputs {
+        for v in m
+            .variants()
+            .iter()
+            .filter(|v| v.expected == Expected::Holds && m.applies(v.name, s.name))
+        {
+            let mut c = Check::new(*m, v, s, EngineKind::Stress);
+            c.input = input.clone();
+            c.budget.iterations = 1;
+            let samples: Vec<f64> = (0..a.seconds.max(1)).map(|_| native_second(&c)).collect();
+            let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+            let (lo, hi) = samples
+                .iter()
+                .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+            println!(
+                "{:<10} {:<24} {lo:>12.0} {hi:>12.0} {mean:>12.0}",
+                check::hex(input),
+                v.name
+            );
+        }
+    }
+    Ok(0)
+}
+
+/// Executions of `c` (one per run) completed in one second of wall clock.
+fn native_second(c: &Check) -> f64 {
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed().as_secs_f64() < 1.0 {
+        let r = c
+            .run()
+            .expect("a search without a schedule cannot fail to start");
+        n += r.executions as u64;
+    }
+    n as f64 / start.elapsed().as_secs_f64()
 }
 
 /// The fastest of two timed runs of `c` (wall clocks on a shared machine

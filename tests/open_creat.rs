@@ -103,7 +103,10 @@ mod cost {
             per_call("v6.11", "opencreate1", Counter::AtomicRmw),
             per_call("current", "opencreate1", Counter::AtomicRmw),
         );
-        assert!(new < old, "atomic RMWs per open: v6.11 {old}, current {new}");
+        assert!(
+            new < old,
+            "atomic RMWs per open: v6.11 {old}, current {new}"
+        );
     }
 
     /// For a missing name (rmdir-vs-open's canonical execution: the

@@ -13,6 +13,8 @@
 //! an unreferenced dentry, a write access dropped twice, a refcount write in
 //! RCU mode, an error pointer dereferenced).
 
+pub mod reference;
+
 use std::sync::Arc;
 
 use vfsmc_model::exec;
@@ -48,6 +50,9 @@ pub struct Plan {
     /// Whether the RCU grace-period kthread runs (and frees) during the
     /// execution; otherwise pending callbacks run at the end.
     pub gp_kthread: bool,
+    /// How many times each opener opens and closes its name (1 in every
+    /// hand-written scenario; the native opencreate1 loop runs more).
+    pub rounds: u32,
 }
 
 /// The opener threads' names, in spawn order.
@@ -95,6 +100,7 @@ macro_rules! plan_fn {
                 openers: OPENERS,
                 actor: ACTOR,
                 gp_kthread: $gp,
+                rounds: 1,
             }
         }
     };
@@ -210,6 +216,27 @@ plan_fn!(
     &[Op::Create("/tmp/x")],
     false
 );
+
+/// opencreate1 as will-it-scale runs it, for the native bench on the stress
+/// engine (`vfsmc bench open_creat --native opencreate1-loop --input TTRR`):
+/// byte 0 is the number of openers (1 or 2), byte 1 the opens per opener
+/// (each an O_RDWR|O_CREAT open of its own existing name, then a close).
+fn opencreate1_loop(bytes: &[u8]) -> Plan {
+    const TREE: &[Node] = &[
+        Node::Dir("/tmp"),
+        Node::File("/tmp/a"),
+        Node::File("/tmp/b"),
+    ];
+    const BOTH: &[Opener] = &[creat("/tmp/a"), creat("/tmp/b")];
+    let threads = usize::from(bytes.first().copied().unwrap_or(1).clamp(1, 2));
+    Plan {
+        tree: TREE,
+        openers: &BOTH[..threads],
+        actor: &[],
+        gp_kthread: false,
+        rounds: u32::from(bytes.get(1).copied().unwrap_or(1).max(1)),
+    }
+}
 
 const fn scenario(
     name: &'static str,
@@ -340,6 +367,17 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         Some(2),
         negative_vs_create,
     ),
+    Scenario {
+        name: "opencreate1-loop",
+        about: "will-it-scale opencreate1 for the native bench: input byte 0 = openers (1-2), \
+                byte 1 = O_CREAT opens (and closes) of its own existing name per opener; one \
+                execution is openers x opens",
+        goals: &["fast_path_positive_hit"],
+        loom_bound: Some(0),
+        tier: Tier::Pr,
+        generated: true,
+        plan: opencreate1_loop,
+    },
     deep(
         "create-vs-create-deep",
         "create-vs-create at preemption bound 1 (deep tier)",
@@ -571,7 +609,8 @@ const INVARIANTS: &[Inv] = &[
     Invariant {
         name: "o_excl",
         about: "I2: O_CREAT|O_EXCL succeeds only by creating; -EEXIST only for a name that \
-                existed at some instant of the call",
+                existed (of any type: O_EXCL does not follow a final symlink) at some instant \
+                of the call",
         check: Check::End(o_excl),
     },
     Invariant {
@@ -603,7 +642,8 @@ const INVARIANTS: &[Inv] = &[
     },
     Invariant {
         name: "trailing_slash_eisdir",
-        about: "I7: O_CREAT of a name with a trailing slash fails with -EISDIR",
+        about: "I7: O_CREAT of a name with a trailing slash fails with -EISDIR (unless the walk \
+                failed before the last component, as resolving the parent could)",
         check: Check::End(trailing_slash_eisdir),
     },
     Invariant {
@@ -644,6 +684,8 @@ impl Spec for OpenCreat {
         "audit is a ghost record of (dentry, parent?) per open; what auditd logs is not modelled",
         "lookup_slow (a walker's miss on a middle component) still bypasses d_alloc_parallel; \
          only lookup_open uses the in-lookup protocol",
+        "no filesystem returns -EOPENSTALE, so do_file_open's LOOKUP_REVAL attempt is never \
+         taken; its bound of three attempts is structural (no loop), not checked",
         "inodes are never freed; fs->root and fs->pwd never change",
     ];
 
@@ -697,9 +739,12 @@ impl Spec for OpenCreat {
             .zip(OPENERS)
             .map(|(&o, name)| {
                 let w = world.clone();
+                let rounds = plan.rounds;
                 exec::spawn(name, move || {
                     let t = Task::new(name, Context::Task);
-                    open_and_close(&w, &t, flavor, o);
+                    for _ in 0..rounds {
+                        open_and_close(&w, &t, flavor, o);
+                    }
                 })
             })
             .collect();
@@ -818,17 +863,50 @@ fn o_excl(w: &World) -> Result<(), String> {
                     o.inode
                 ))
             }
-            Err(Errno::EEXIST) if !resolutions(w, &c, &c.name.comps).iter().any(Result::is_ok) => {
-                return Err(format!(
-                    "{}'s O_EXCL open of {} returned -EEXIST, but the name never existed while it ran",
-                    c.thread,
-                    path_text(&c)
-                ))
-            }
+            Err(Errno::EEXIST) if !name_existed(w, &c) => return Err(format!(
+                "{}'s O_EXCL open of {} returned -EEXIST, but the name never existed while it ran",
+                c.thread,
+                path_text(&c)
+            )),
             _ => {}
         }
     }
     Ok(())
+}
+
+/// The errors resolving the call's parent directory could give at the
+/// instants up to its end: the errors of `parent/..`, which resolves only
+/// through a directory.
+fn parent_errors(w: &World, c: &OpenCall) -> Vec<Errno> {
+    let Some((_, parent)) = c.name.comps.split_last() else {
+        return Vec::new();
+    };
+    let mut path = parent.to_vec();
+    path.push(vfsmc_model::vfs::namespace::DOTDOT);
+    resolutions(w, c, &path)
+        .into_iter()
+        .filter_map(Result::err)
+        .collect()
+}
+
+/// Whether the last component existed as a name (of any type: O_EXCL does
+/// not follow a final symlink) in a directory the parent path resolved to,
+/// at some instant up to the call's end.
+fn name_existed(w: &World, c: &OpenCall) -> bool {
+    let Some((&last, parent)) = c.name.comps.split_last() else {
+        return true;
+    };
+    if last == vfsmc_model::vfs::namespace::DOTDOT {
+        return resolutions(w, c, &c.name.comps).iter().any(Result::is_ok);
+    }
+    let dirs: Vec<u64> = resolutions(w, c, parent)
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect();
+    let history = w.vfs.ns_history();
+    history[..=c.last]
+        .iter()
+        .any(|ns| dirs.iter().any(|&d| ns.lookup(d, last).is_some()))
 }
 
 fn no_spurious_enoent(w: &World) -> Result<(), String> {
@@ -836,9 +914,7 @@ fn no_spurious_enoent(w: &World) -> Result<(), String> {
         if c.flags & O_CREAT == 0 || c.flags & O_EXCL != 0 || r != Err(Errno::ENOENT) {
             continue;
         }
-        let parent = &c.name.comps[..c.name.comps.len() - 1];
-        let parent_gone = resolutions(w, &c, parent).iter().any(Result::is_err);
-        if !parent_gone {
+        if !parent_errors(w, &c).contains(&Errno::ENOENT) {
             return Err(format!(
                 "{}'s O_CREAT open of {} failed with -ENOENT although its directory existed \
                  throughout",
@@ -886,7 +962,13 @@ fn refs_exact(w: &World) -> Result<(), String> {
 
 fn trailing_slash_eisdir(w: &World) -> Result<(), String> {
     for (c, r) in finished(w) {
-        if c.flags & O_CREAT != 0 && c.name.trailing_slash && r != Err(Errno::EISDIR) {
+        if c.flags & O_CREAT == 0 || !c.name.trailing_slash || r == Err(Errno::EISDIR) {
+            continue;
+        }
+        // The walk fails before the last component when the parent does not
+        // resolve to a directory: that error stands.
+        let parent_failed = matches!(r, Err(e) if parent_errors(w, &c).contains(&e));
+        if !parent_failed {
             return Err(format!(
                 "{}'s O_CREAT open of {} returned {} instead of -EISDIR",
                 c.thread,

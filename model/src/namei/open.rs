@@ -21,7 +21,7 @@
 //! and `vfs_open`'s filesystem `->open` (the file takes its path
 //! references and is FMODE_OPENED).
 
-use std::sync::Mutex as GhostMutex;
+use std::sync::{Arc, Mutex as GhostMutex};
 
 use crate::kernel::errptr::{ErrPtr, Errno};
 use crate::kernel::task::Task;
@@ -403,10 +403,21 @@ impl<'a> Open<'a> {
                 return Err(Errno::EISDIR);
             }
         }
+        let got_write = self.want_write(self.w.nd.path.mnt);
+        let (r, _) = self.lookup_open_once(got_write);
+        self.finish_open_or_lookup(r?)
+    }
+
+    /// One pass of the locked lookup: the parent's `i_rwsem` around
+    /// `lookup_open_locked`, then the lock and the write access (if
+    /// `got_write`) dropped. Returns the result and, when the create met a
+    /// directory delegation, the directory whose delegation must be broken.
+    fn lookup_open_once(
+        &mut self,
+        got_write: bool,
+    ) -> (Result<DentryRef, Errno>, Option<Arc<crate::vfs::Inode>>) {
         let mnt = self.w.nd.path.mnt;
-        let got_write = self.want_write(mnt);
-        let dir = self.dir_inode();
-        let inode = self.vfs().inodes.get(self.t(), dir);
+        let inode = self.vfs().inodes.get(self.t(), self.dir_inode());
         let guard = self.inode_lock(&inode);
         let mut delegated = false;
         let r = self.lookup_open_locked(&mut delegated);
@@ -414,7 +425,7 @@ impl<'a> Open<'a> {
         if got_write {
             self.vfs().mnt_drop_write(self.t(), mnt);
         }
-        self.finish_open_or_lookup(r?)
+        (r, delegated.then_some(inode))
     }
 
     /// open_last_lookups after `lookup_open`: a file opened or created there
@@ -487,18 +498,10 @@ impl<'a> Open<'a> {
             if !(retried && self.flavor.has(Change::DelegationRetryKeepsState)) {
                 got_write = self.want_write(mnt);
             }
-            let dir = self.dir_inode();
-            let inode = self.vfs().inodes.get(self.t(), dir);
-            let guard = self.inode_lock(&inode);
-            let mut delegated = false;
-            let r = self.lookup_open_locked(&mut delegated);
-            drop(guard);
-            if got_write {
-                self.vfs().mnt_drop_write(self.t(), mnt);
-            }
-            if !delegated {
+            let (r, delegated) = self.lookup_open_once(got_write);
+            let Some(inode) = delegated else {
                 return r;
-            }
+            };
             self.vfs().break_deleg_wait(self.t(), &inode);
             retried = true;
             crate::sync::yield_now();

@@ -10,7 +10,11 @@
 //! the link, ELOOP after 40), mounts (a mount hides the mountpoint's
 //! contents behind a new empty directory; ".." from a mount root is ".."
 //! of the mountpoint), ".." at "/" staying at "/", lookups relative to the
-//! cwd, ENOENT and ENOTDIR.
+//! cwd, ENOENT and ENOTDIR; open(2) with O_RDWR, O_CREAT and O_EXCL
+//! ([`Reference::open`]: a file created when its name is missing, also
+//! through a dangling symlink, EEXIST for O_EXCL, EISDIR for a directory
+//! and for O_CREAT of a name ending in "/", ENOTDIR for a file named with
+//! a trailing "/").
 //!
 //! Not covered (such an operation is refused, and never reaches the model,
 //! whose adversaries assume a valid call): a rename that replaces its
@@ -23,6 +27,7 @@ use std::collections::BTreeMap;
 
 use vfsmc_model::kernel::errptr::Errno;
 use vfsmc_model::kernel::task::Task;
+use vfsmc_model::namei::open::{O_CREAT, O_EXCL, O_RDWR, O_WRONLY};
 use vfsmc_model::namei::{filename_lookup, path_put, ref_walk_lookup, Filename, Flavor};
 use vfsmc_model::trace::Context;
 use vfsmc_model::vfs::{Node, Vfs};
@@ -369,6 +374,108 @@ impl Reference {
                 }
             }
             Op::Delegate(_) => Ok(()),
+        }
+    }
+
+    /// open(2) of `path` with `flags` (O_RDWR, O_CREAT, O_EXCL; no
+    /// O_NOFOLLOW, O_DIRECTORY or O_TRUNC): the inode opened and whether
+    /// this call created it, or the errno. A created file is a new regular
+    /// file, numbered as [`Reference::new`] and the changes number theirs.
+    ///
+    /// The rules, as open(2) and path_resolution(7) state them:
+    /// - every component before the last is resolved as any lookup
+    ///   resolves it (symlinks followed; ENOENT, ENOTDIR, ELOOP);
+    /// - the last component is a name to create when O_CREAT is given, and
+    ///   open(2) only creates regular files, so O_CREAT of a name followed
+    ///   by "/" fails with EISDIR;
+    /// - a missing name is created with O_CREAT (the second member of the
+    ///   result is then true) and is ENOENT without it;
+    /// - an existing name with O_CREAT and O_EXCL is EEXIST, whatever it
+    ///   is: with O_EXCL a final symlink is not followed, even a dangling
+    ///   one;
+    /// - otherwise a final symlink is followed, its body resolved from the
+    ///   directory holding the link, and the same rules apply to the last
+    ///   component of the body: O_CREAT through a dangling link creates the
+    ///   file it names (ELOOP past the link limit);
+    /// - a directory cannot be opened for writing (O_WRONLY or O_RDWR) nor
+    ///   with O_CREAT: EISDIR;
+    /// - a trailing "/" requires a directory (path_resolution(7),
+    ///   "Trailing slashes"): a file so named is ENOTDIR.
+    ///
+    /// ".." (or "/") as the last component names an existing directory.
+    pub fn open(&mut self, path: &'static str, flags: u32) -> Result<(u64, bool), Errno> {
+        let start = if path.starts_with('/') {
+            ROOT
+        } else {
+            self.cwd
+        };
+        let comps = split(path);
+        let trailing = path.len() > 1 && path.ends_with('/');
+        let Some((&last, dirs)) = comps.split_last() else {
+            return self.open_found(self.mounted(start), flags, false);
+        };
+        let mut links = 0;
+        let dir = self.walk_counting(start, dirs, true, &mut links)?;
+        self.entries(dir).ok_or(Errno::ENOTDIR)?;
+        if last != ".." && trailing && flags & O_CREAT != 0 {
+            return Err(Errno::EISDIR);
+        }
+        self.open_last(dir, last, flags, trailing, &mut links)
+    }
+
+    /// The last component `name` of an open, in the directory `dir` (the
+    /// name's own, or a followed symlink's): see [`Reference::open`].
+    fn open_last(
+        &mut self,
+        dir: u64,
+        name: &'static str,
+        flags: u32,
+        trailing: bool,
+        links: &mut u32,
+    ) -> Result<(u64, bool), Errno> {
+        if name == ".." {
+            let up = self.dotdot(dir);
+            return self.open_found(up, flags, trailing);
+        }
+        let Some(found) = self.child(dir, name).map(|id| self.mounted(id)) else {
+            if flags & O_CREAT == 0 {
+                return Err(Errno::ENOENT);
+            }
+            let id = self.new_object(Body::File, self.obj(dir).fs);
+            self.entries_mut(dir).insert(name, id);
+            return Ok((id, true));
+        };
+        if flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL {
+            return Err(Errno::EEXIST);
+        }
+        let Body::Symlink(body) = &self.obj(found).body else {
+            return self.open_found(found, flags, trailing);
+        };
+        *links += 1;
+        if *links > MAXSYMLINKS {
+            return Err(Errno::ELOOP);
+        }
+        let body = body.clone();
+        let Some((&blast, bdirs)) = body.split_last() else {
+            return self.open_found(dir, flags, trailing);
+        };
+        let bdir = self.walk_counting(dir, bdirs, true, links)?;
+        self.entries(bdir).ok_or(Errno::ENOTDIR)?;
+        self.open_last(bdir, blast, flags, trailing, links)
+    }
+
+    /// Opening the existing, non-symlink `id`: EEXIST with O_CREAT|O_EXCL,
+    /// EISDIR for a directory opened for writing or with O_CREAT, ENOTDIR
+    /// for a file named with a trailing "/".
+    fn open_found(&self, id: u64, flags: u32, trailing: bool) -> Result<(u64, bool), Errno> {
+        if flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL {
+            return Err(Errno::EEXIST);
+        }
+        match self.obj(id).body {
+            Body::Dir(_) if flags & (O_CREAT | O_WRONLY | O_RDWR) != 0 => Err(Errno::EISDIR),
+            Body::Dir(_) => Ok((id, false)),
+            _ if trailing => Err(Errno::ENOTDIR),
+            _ => Ok((id, false)),
         }
     }
 
