@@ -856,18 +856,24 @@ fn o_excl(w: &World) -> Result<(), String> {
         }
         match r {
             Ok(o) if !o.created => {
-                return Err(format!(
-                    "{}'s O_EXCL open of {} succeeded on the existing inode#{} without creating it",
-                    c.thread,
-                    path_text(&c),
+                let what = format!(
+                    "succeeded on the existing inode#{} without creating it",
                     o.inode
-                ))
+                );
+                return Err(format!(
+                    "{}'s O_EXCL open of {} {what}",
+                    c.thread,
+                    path_text(&c)
+                ));
             }
-            Err(Errno::EEXIST) if !name_existed(w, &c) => return Err(format!(
-                "{}'s O_EXCL open of {} returned -EEXIST, but the name never existed while it ran",
-                c.thread,
-                path_text(&c)
-            )),
+            Err(Errno::EEXIST) if !name_existed(w, &c) => {
+                let what = "returned -EEXIST, but the name never existed while it ran";
+                return Err(format!(
+                    "{}'s O_EXCL open of {} {what}",
+                    c.thread,
+                    path_text(&c)
+                ));
+            }
             _ => {}
         }
     }
