@@ -150,10 +150,13 @@ impl Drop for RwGuard<'_> {
         if std::thread::panicking() {
             return;
         }
-        if self.writer.take().is_some() {
+        if self.writer.is_some() {
+            // Cleared while the writer still holds the lock: under real
+            // threads the next writer may set it the moment it is released.
             self.sem
                 .exclusive
                 .store(false, std::sync::atomic::Ordering::SeqCst);
+            self.writer = None;
             self.task.step(lock_effect(LockOp::UpWrite, self.sem.name));
         } else {
             self.sem.readers.atomic_sub_return(self.task, 1);
