@@ -281,6 +281,20 @@ impl<S: Spec> Watch<S> {
     }
 }
 
+/// Checks every end-of-execution invariant of `invariants` on `state` and
+/// raises the first that fails as the execution's violation (by `thread`):
+/// what [`Watch::finish`] does, for a sequential run outside
+/// [`Spec::execute`] (the references' `run_single`).
+pub fn raise_end_violations<S>(thread: &str, invariants: &[Invariant<Check<S>>], state: &S) {
+    for inv in invariants {
+        if let Check::End(holds) = inv.check {
+            if let Err(why) = holds(state) {
+                exec::raise(thread, inv.name, why);
+            }
+        }
+    }
+}
+
 /// A view of the state that several step invariants read, computed once per
 /// recorded step rather than once per invariant.
 pub struct PerStep<T: Copy>(std::sync::Mutex<Option<(usize, T)>>);

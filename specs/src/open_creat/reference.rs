@@ -5,7 +5,6 @@
 //! open(2) and path_resolution(7)); [`run_single`] runs the same steps on
 //! the model, so a test can compare them step by step.
 
-use vfsmc_model::exec;
 use vfsmc_model::kernel::errptr::Errno;
 use vfsmc_model::kernel::task::Task;
 use vfsmc_model::namei::open::{do_file_open, OpenLog, FMODE_CREATED};
@@ -16,7 +15,6 @@ use vfsmc_model::vfs::{Node, Vfs};
 use super::World;
 use crate::unlazy::reference::Reference;
 use crate::unlazy::{act, Op};
-use crate::Check;
 
 /// What an open returns: the inode opened (numbered as [`Reference`]
 /// numbers them) and whether the open created it, or the errno.
@@ -88,12 +86,6 @@ pub fn run_single(variant: &str, tree: &'static [Node], ops: &[SeqOp]) -> Vec<Op
     }
     let main = Task::new("main", Context::Task);
     vfs.rcu.rcu_barrier(&main);
-    for inv in super::INVARIANTS {
-        if let Check::End(holds) = inv.check {
-            if let Err(why) = holds(&world) {
-                exec::raise("main", inv.name, why);
-            }
-        }
-    }
+    crate::raise_end_violations("main", super::INVARIANTS, &world);
     outcomes
 }

@@ -33,7 +33,6 @@ use vfsmc_model::trace::Context;
 use vfsmc_model::vfs::{Node, Vfs};
 
 use super::{Op, Walker, World};
-use crate::Check;
 
 /// What a lookup returns: the inode it found (numbered as [`Reference`]
 /// numbers them), or the errno.
@@ -549,12 +548,6 @@ pub fn run_single(variant: &str, tree: &'static [Node], ops: &[SeqOp]) -> Vec<Ou
     }
     let main = Task::new("main", Context::Task);
     vfs.rcu.rcu_barrier(&main);
-    for inv in super::INVARIANTS {
-        if let Check::End(holds) = inv.check {
-            if let Err(why) = holds(&world) {
-                main.violation(inv.name, why);
-            }
-        }
-    }
+    crate::raise_end_violations("main", super::INVARIANTS, &world);
     outcomes
 }
