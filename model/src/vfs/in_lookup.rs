@@ -8,7 +8,8 @@
 //! Two lookups of one missing name under a shared `i_rwsem` (a plain open
 //! and a `lookup_slow`, or two plain opens) must not both ask the
 //! filesystem: the first puts a DCACHE_PAR_LOOKUP dentry on the in-lookup
-//! hash (one chain per name, a bit per dentry, under one bit lock), the
+//! hash (one chain for the whole table, a bit per dentry, under one bit
+//! lock: matches are by parent and name, as in the kernel's chains), the
 //! second finds it there, pins it and sleeps until the first is done, then
 //! takes it if it is now a hashed match. `i_dir_seq` closes the window
 //! between the second's dcache miss and its look at the in-lookup chain:
@@ -72,7 +73,7 @@ impl Vfs {
             match self.in_lookup_match(t, parent, name) {
                 None => {
                     let me = self.dentry(new).me;
-                    self.in_lookup[name as usize].atomic_or(t, 1 << me);
+                    self.in_lookup.atomic_or(t, 1 << me);
                     b.unlock();
                     t.tracepoint("d_alloc_parallel_in_lookup");
                     return Ok(new);
@@ -92,7 +93,7 @@ impl Vfs {
     /// The in-lookup dentry for (`parent`, `name`), if any (in-lookup bit
     /// lock held: every field of a chain member is stable).
     fn in_lookup_match(&self, t: &Task, parent: DentryRef, name: u64) -> Option<DentryRef> {
-        let chain = self.in_lookup[name as usize].read_once(t);
+        let chain = self.in_lookup.read_once(t);
         (1..64u64).filter(|d| chain >> d & 1 == 1).find(|&d| {
             let de = self.dentries.get(t, d);
             de.d_parent.read_once(t) == parent && de.d_name.read_once(t) == name
@@ -160,7 +161,7 @@ impl Vfs {
         let b = self.in_lookup_lock.spin_lock(t);
         let flags = de.d_flags.read_once_owned(t);
         de.d_flags.store_release(t, flags & !DCACHE_PAR_LOOKUP);
-        self.in_lookup[de.d_name.peek() as usize].atomic_andnot(t, 1 << de.me);
+        self.in_lookup.atomic_andnot(t, 1 << de.me);
         b.unlock();
     }
 

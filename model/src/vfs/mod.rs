@@ -149,9 +149,10 @@ pub struct Vfs {
     pub rcu: Rcu,
     /// The dcache hash: one RCU chain per name, a bit per dentry on it.
     pub buckets: Vec<Atomic>,
-    /// The in-lookup hash: one chain per name of DCACHE_PAR_LOOKUP
-    /// dentries, under one bit lock (`in_lookup_hashtable`).
-    pub in_lookup: Vec<Atomic>,
+    /// The in-lookup hash: one chain of DCACHE_PAR_LOOKUP dentries for the
+    /// whole table (the kernel's has buckets by parent and name hash), under
+    /// one bit lock (`in_lookup_hashtable`).
+    pub in_lookup: Atomic,
     pub in_lookup_lock: SpinLock,
     pub rename_lock: SeqLock,
     pub mount_lock: SeqLock,
@@ -175,7 +176,11 @@ impl Vfs {
             mounts: Arc::new(Slab::new("mount")),
             rcu: Rcu::new(),
             buckets: Vec::new(),
-            in_lookup: Vec::new(),
+            in_lookup: Atomic::with_format(
+                "in_lookup_hash",
+                0,
+                crate::trace::Show::With(setup::show_chain),
+            ),
             in_lookup_lock: SpinLock::new("in_lookup_hashtable"),
             rename_lock: SeqLock::new("rename_lock"),
             mount_lock: SeqLock::new("mount_lock"),

@@ -239,7 +239,7 @@ impl Layout {
     }
 }
 
-fn show_chain(mask: u64) -> String {
+pub(super) fn show_chain(mask: u64) -> String {
     let members: Vec<String> = (1..64)
         .filter(|b| mask >> b & 1 == 1)
         .map(|b| format!("dentry#{b}"))
@@ -300,10 +300,6 @@ impl Vfs {
             .map(|(&c, n)| {
                 Atomic::with_format(format!("dcache_hash[{n}]"), c, Show::With(show_chain))
             })
-            .collect();
-        vfs.in_lookup = NAMES
-            .iter()
-            .map(|n| Atomic::with_format(format!("in_lookup_hash[{n}]"), 0, Show::With(show_chain)))
             .collect();
         for s in l.mounts {
             vfs.mounts
