@@ -33,7 +33,8 @@ use crate::vfs::{InodeRef, Path, VfsBug};
 
 pub use walk::{filename_lookup, path_lookupat, path_put, ref_walk_lookup, Walk};
 
-/// LOOKUP_* flags (include/linux/namei.h, vfs-7.3-rc1.lookup copy).
+/// LOOKUP_* flags (include/linux/namei.h, vfs-7.3-rc1.lookup copy; OPEN is
+/// BIT(16) there, CREATE and EXCL are taken as the next two bits, not re-read).
 pub const LOOKUP_FOLLOW: u32 = 1 << 0;
 pub const LOOKUP_DIRECTORY: u32 = 1 << 1;
 pub const LOOKUP_REVAL: u32 = 1 << 7;

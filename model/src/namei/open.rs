@@ -36,7 +36,8 @@ use super::{
     LOOKUP_FOLLOW, LOOKUP_OPEN, LOOKUP_RCU, LOOKUP_REVAL, WALK_TRAILING,
 };
 
-/// open(2) flags (include/uapi/asm-generic/fcntl.h).
+/// open(2) flags, with the asm-generic values (include/uapi/asm-generic/fcntl.h,
+/// not re-read: only which bits are distinct matters, and no trace shows them).
 pub const O_WRONLY: u32 = 0o1;
 pub const O_RDWR: u32 = 0o2;
 pub const O_CREAT: u32 = 0o100;
@@ -144,14 +145,6 @@ pub fn build_open_flags(mut flags: u32) -> OpenFlags {
     }
 }
 
-/// An audit record (`audit_inode`), as the ghost log keeps it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Audit {
-    pub dentry: DentryRef,
-    /// AUDIT_INODE_PARENT (the directory a create happens in).
-    pub parent: bool,
-}
-
 /// What an open returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Opened {
@@ -171,7 +164,6 @@ pub struct OpenCall {
     pub last: usize,
     pub result: Option<Result<Opened, Errno>>,
     pub attempts: u32,
-    pub audits: Vec<Audit>,
 }
 
 /// The ghost log of opens (specs read it).
@@ -220,7 +212,8 @@ impl<'a> Open<'a> {
         &mut self.w.nd
     }
 
-    /// kernel/auditsc.c:__audit_inode as the open path calls it: with an
+    /// kernel/auditsc.c:__audit_inode (not read) where fs/namei.c
+    /// (vfs-7.3-rc1.misc) calls it, as a trace note: with an
     /// audit context, record `dentry` (its name and inode are read, so the
     /// walk must hold a reference on it: ref-walk, or a lazy view it
     /// legitimized). Without one it does nothing.
@@ -247,9 +240,6 @@ impl<'a> Open<'a> {
             );
         }
         self.t().note("audit {}", &[Vfs::dentry_val(dentry)]);
-        self.log.calls()[self.call]
-            .audits
-            .push(Audit { dentry, parent });
     }
 
     /// fs/namei.c:trailing_slashes (7.3): the last component of the name
@@ -680,8 +670,8 @@ impl<'a> Open<'a> {
     }
 }
 
-/// fs/namei.c:may_open (7.3, reduced to its file-type rule; permission
-/// checks grant): a directory cannot be opened for writing (-EISDIR).
+/// fs/namei.c:may_open (its body in the vfs-7.3-rc1.misc copy was not read:
+/// the file-type rule here is open(2)'s EISDIR; permission checks grant): a directory cannot be opened for writing (-EISDIR).
 fn may_open(open_flag: u32, is_dir: bool) -> Result<(), Errno> {
     if is_dir && open_flag & (O_WRONLY | O_RDWR) != 0 {
         return Err(Errno::EISDIR);
@@ -727,7 +717,6 @@ pub fn do_file_open<'a>(
             last: 0,
             result: None,
             attempts: 0,
-            audits: Vec::new(),
         });
         calls.len() - 1
     };

@@ -165,7 +165,8 @@ impl Vfs {
         b.unlock();
     }
 
-    /// include/linux/dcache.h:d_lookup_done (v7.3): end an in-lookup
+    /// include/linux/dcache.h:d_lookup_done (read in the older pull-persistency
+    /// copy; v7.3's __d_lookup_unhash_wake is what it calls): end an in-lookup
     /// dentry's lookup if `->lookup` did not (`__d_lookup_unhash_wake`).
     pub fn d_lookup_done(&self, t: &Task, d: DentryRef) {
         let de = self.dentries.get(t, d);

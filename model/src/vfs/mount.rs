@@ -115,7 +115,9 @@ impl Vfs {
         }
     }
 
-    /// fs/namespace.c:mnt_want_write (v7.3, reduced): `sb_start_write`
+    /// fs/namespace.c:mnt_want_write (not in the part of the vfs-7.3-rc1.mount
+    /// copy that was read; reduced from brief §1.2 and the lookup_open call
+    /// site): `sb_start_write`
     /// (may sleep while the filesystem is frozen), then `mnt_inc_writers`
     /// followed by the `smp_mb()` that pairs with MNT_WRITE_HOLD (a fully
     /// ordered increment here). The model's mounts are never read-only, so

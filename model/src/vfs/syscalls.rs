@@ -165,7 +165,8 @@ impl Vfs {
         self.dir_inode(d.dentry).i_deleg.write_once(t, 1);
     }
 
-    /// include/linux/filelock.h:try_break_deleg (v7.3, as lookup_open calls
+    /// include/linux/filelock.h:try_break_deleg (not read: the contract as
+    /// fs/namei.c:lookup_open, vfs-7.3-rc1.misc, relies on it, and as lookup_open calls
     /// it): a delegation on `dir` must be broken before the create; start
     /// the break without waiting and report the inode to wait on.
     pub fn try_break_deleg(&self, t: &Task, dir: &Inode) -> Option<()> {
@@ -173,7 +174,8 @@ impl Vfs {
         (dir.i_deleg.read_once(t) != 0).then_some(())
     }
 
-    /// fs/locks.c:break_deleg_wait (v7.3, reduced): sleep until the client
+    /// fs/locks.c:break_deleg_wait (not read; what lookup_open's retry relies
+    /// on, reduced): sleep until the client
     /// returns the delegation (or the lease-break timeout revokes it); then
     /// the caller retries from the top.
     pub fn break_deleg_wait(&self, t: &Task, dir: &Inode) {
@@ -251,7 +253,7 @@ impl Vfs {
     }
 
     /// `->lookup` on the in-lookup dentry `d` (fs/libfs.c:simple_lookup's
-    /// role, v7.3): `d_add` with the inode the directory holds on "disk",
+    /// role, not re-read): `d_add` with the inode the directory holds on "disk",
     /// or negative; that ends the in-lookup state.
     pub fn fs_lookup(&self, t: &Task, d: DentryRef) {
         let _f = t.enter("simple_lookup");
