@@ -11,7 +11,12 @@
 //!   RCU and slab lifetimes, per-CPU data and interrupts, bitmaps,
 //!   double-width cmpxchg, error pointers, barriers).
 //! - [`fdtable`]: fs/file.c, the fd bitmap fast path and its neighbours.
+//! - [`files`]: the interface a caller of the open path (io_uring, open(2))
+//!   uses to reach the fd table model.
 //! - [`freelist`]: mm/slub.c, the per-CPU ABA-safe freelist.
+//! - [`io_uring`]: io_uring's openat request path (issue inline with
+//!   LOOKUP_CACHED, punt to io-wq, complete), composed of the open path
+//!   and the fd table through [`files`].
 //! - [`namei`]: fs/namei.c, nameidata and the path walk (RCU-walk,
 //!   legitimization, ref-walk).
 //! - [`vfs`]: shared VFS state (dentries, the dcache, inodes, mounts,
@@ -23,7 +28,9 @@
 pub mod driver;
 pub mod exec;
 pub mod fdtable;
+pub mod files;
 pub mod freelist;
+pub mod io_uring;
 pub mod kernel;
 pub mod namei;
 pub mod sync;

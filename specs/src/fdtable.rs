@@ -1467,7 +1467,7 @@ impl Spec for Fdtable {
     }
 
     fn render(w: &World) -> String {
-        render(&w.fs)
+        render_table(&w.fs)
     }
 }
 
@@ -1489,7 +1489,13 @@ pub fn run_single(variant: &str, init: &Init, ops: &[Op]) -> Vec<OpResult> {
 }
 
 fn unique_fd(w: &World) -> Result<(), String> {
-    for (fd, claims) in &w.fs.ghost().claims {
+    unique_fd_of(&w.fs)
+}
+
+/// The `unique_fd` invariant on any execution's fd table (a composed model
+/// keeps it on).
+pub fn unique_fd_of(fs: &Fs) -> Result<(), String> {
+    for (fd, claims) in &fs.ghost().claims {
         if claims.len() > 1 {
             let who: Vec<String> = claims
                 .iter()
@@ -1505,7 +1511,13 @@ fn unique_fd(w: &World) -> Result<(), String> {
 }
 
 fn lowest_free(w: &World) -> Result<(), String> {
-    for a in &w.fs.ghost().allocs {
+    lowest_free_of(&w.fs)
+}
+
+/// The `lowest_free` invariant on any execution's fd table (a composed model
+/// keeps it on).
+pub fn lowest_free_of(fs: &Fs) -> Result<(), String> {
+    for a in &fs.ghost().allocs {
         if let Ok(fd) = a.result {
             let want = a.lowest_free(a.start);
             if fd != want {
@@ -1520,7 +1532,13 @@ fn lowest_free(w: &World) -> Result<(), String> {
 }
 
 fn emfile(w: &World) -> Result<(), String> {
-    for a in &w.fs.ghost().allocs {
+    emfile_of(&w.fs)
+}
+
+/// The `emfile` invariant on any execution's fd table (a composed model
+/// keeps it on).
+pub fn emfile_of(fs: &Fs) -> Result<(), String> {
+    for a in &fs.ghost().allocs {
         match a.result {
             Ok(fd) if fd >= a.end => {
                 return Err(format!(
@@ -1544,10 +1562,16 @@ fn emfile(w: &World) -> Result<(), String> {
 }
 
 fn full_fds_bits(w: &World) -> Result<(), String> {
-    if w.fs.files.file_lock.is_locked() {
+    full_fds_bits_of(&w.fs)
+}
+
+/// The `full_fds_bits` invariant on any execution's fd table (a composed model
+/// keeps it on).
+pub fn full_fds_bits_of(fs: &Fs) -> Result<(), String> {
+    if fs.files.file_lock.is_locked() {
         return Ok(());
     }
-    w.fs.current_table().bits.peek(|b| {
+    fs.current_table().bits.peek(|b| {
         for word in 0..b.full_fds_bits.nbits() {
             let full = b.open_fds.word_is_full(word);
             if b.full_fds_bits.bit(word) != full {
@@ -1563,14 +1587,20 @@ fn full_fds_bits(w: &World) -> Result<(), String> {
 }
 
 fn next_fd(w: &World) -> Result<(), String> {
-    if w.fs.files.file_lock.is_locked() {
+    next_fd_of(&w.fs)
+}
+
+/// The `next_fd` invariant on any execution's fd table (a composed model
+/// keeps it on).
+pub fn next_fd_of(fs: &Fs) -> Result<(), String> {
+    if fs.files.file_lock.is_locked() {
         return Ok(());
     }
-    let table = w.fs.current_table();
+    let table = fs.current_table();
     let free = table
         .bits
         .peek(|b| (0..).find(|&fd| !b.open_fds.bit(fd)).unwrap_or(0));
-    let next_fd = w.fs.next_fd();
+    let next_fd = fs.next_fd();
     if next_fd > free {
         return Err(format!("next_fd is {next_fd} but fd {free} is free"));
     }
@@ -1706,8 +1736,14 @@ fn fget_null_justified(w: &World) -> Result<(), String> {
 }
 
 fn no_lost_install(w: &World) -> Result<(), String> {
-    let table = w.fs.current_table();
-    for (fd, claims) in &w.fs.ghost().claims {
+    no_lost_install_of(&w.fs)
+}
+
+/// The `no_lost_install` invariant on any execution's fd table (a composed model
+/// keeps it on).
+pub fn no_lost_install_of(fs: &Fs) -> Result<(), String> {
+    let table = fs.current_table();
+    for (fd, claims) in &fs.ghost().claims {
         for c in claims {
             if let Claim::Installed { file, by } = c {
                 let slot = table.fd.get(*fd as usize).map_or(0, |a| a.peek());
@@ -1752,7 +1788,8 @@ fn refs_balanced(w: &World) -> Result<(), String> {
     broken.map_or(Ok(()), Err)
 }
 
-fn render(fs: &Fs) -> String {
+/// The fd table in a few lines (slots, open bits, next_fd), for a report.
+pub fn render_table(fs: &Fs) -> String {
     let table = fs.current_table();
     let slots: Vec<String> = table
         .fd

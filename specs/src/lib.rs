@@ -14,6 +14,7 @@
 pub mod fdtable;
 pub mod freelist;
 pub mod litmus;
+pub mod nonblock;
 pub mod open_creat;
 pub mod primitives;
 pub mod shared;
@@ -503,6 +504,7 @@ static FDTABLE: Registered<fdtable::Fdtable> = Registered::new();
 static FREELIST: Registered<freelist::Freelist> = Registered::new();
 static UNLAZY: Registered<unlazy::Unlazy> = Registered::new();
 static OPEN_CREAT: Registered<open_creat::OpenCreat> = Registered::new();
+static NONBLOCK: Registered<nonblock::Nonblock> = Registered::new();
 
 /// Every model, in `vfsmc list` order.
 pub fn models() -> Vec<&'static dyn Model> {
@@ -513,6 +515,7 @@ pub fn models() -> Vec<&'static dyn Model> {
         &FREELIST,
         &UNLAZY,
         &OPEN_CREAT,
+        &NONBLOCK,
     ]
 }
 

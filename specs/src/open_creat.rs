@@ -21,7 +21,7 @@ use vfsmc_model::exec;
 use vfsmc_model::kernel::errptr::Errno;
 use vfsmc_model::kernel::task::Task;
 use vfsmc_model::namei::open::{
-    do_file_open, Base, Change, OpenCall, OpenFlavor, OpenLog, O_CREAT, O_EXCL, O_RDWR,
+    do_file_open, open_flags, Base, Change, OpenCall, OpenFlavor, OpenLog, O_CREAT, O_EXCL, O_RDWR,
 };
 use vfsmc_model::namei::{Bug, Filename, Flavor};
 use vfsmc_model::trace::Context;
@@ -799,7 +799,15 @@ impl Spec for OpenCreat {
 /// One opener: open(2), then close(2) of what it opened.
 fn open_and_close(w: &World, t: &Task, flavor: OpenFlavor, o: Opener) {
     let name = Filename::new(o.path);
-    if let Ok(mut f) = do_file_open(&w.vfs, t, flavor, &w.opens, &name, o.flags, o.audit) {
+    if let Ok(mut f) = do_file_open(
+        &w.vfs,
+        t,
+        flavor,
+        &w.opens,
+        &name,
+        open_flags(o.flags),
+        o.audit,
+    ) {
         f.fput();
     }
 }

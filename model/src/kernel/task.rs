@@ -22,6 +22,10 @@ use crate::exec::{self, atomic_section, Counter, LockEdge, Recorded};
 use crate::sync::{self, Ordering};
 use crate::trace::{intern, Context, Effect, Name, Note, Step, Val};
 
+/// The identity of the modelled process's tasks (an io-wq worker created by
+/// `create_io_thread` shares it).
+pub const SUBMITTER_IDENT: u32 = 1;
+
 /// A lock this task holds.
 #[derive(Clone, Copy, Debug)]
 struct Held {
@@ -57,6 +61,9 @@ pub struct Task {
     /// preemptible.
     migrate_disabled: Cell<u32>,
     nonblock: Cell<bool>,
+    /// The identity procfs names for this task (`current`'s pid as
+    /// `/proc/self` and `/proc/thread-self` resolve it), as data.
+    ident: Cell<u32>,
     /// The CPU seat while the task runs on a CPU, consulted by every
     /// primitive before its engine operation ([`Task::engine_op`]).
     seat: RefCell<Option<Box<dyn Seat>>>,
@@ -97,6 +104,7 @@ impl Task {
             preempt_count: Cell::new(0),
             migrate_disabled: Cell::new(0),
             nonblock: Cell::new(false),
+            ident: Cell::new(SUBMITTER_IDENT),
             seat: RefCell::new(None),
             sched_rcu,
             sched_rcu_synced: Cell::new(false),
@@ -307,6 +315,22 @@ impl Task {
     /// (LOOKUP_NONBLOCK / LOOKUP_CACHED): a ghost flag for `might_sleep`.
     pub fn nonblock(&self) -> bool {
         self.nonblock.get()
+    }
+    /// The walk's LOOKUP_CACHED changed: set or clear the ghost flag.
+    pub fn set_nonblock(&self, on: bool) {
+        self.nonblock.set(on);
+    }
+
+    /// The identity procfs resolves `self` links with (every task of the
+    /// modelled process has [`SUBMITTER_IDENT`] unless it was made a thread
+    /// of its own).
+    pub fn ident(&self) -> u32 {
+        self.ident.get()
+    }
+    /// Gives the task an identity of its own (a kernel thread that is not
+    /// a thread of the submitting process).
+    pub fn set_ident(&self, ident: u32) {
+        self.ident.set(ident);
     }
     /// Whether the task holds any spinlock.
     pub fn holds_spinlock(&self) -> bool {

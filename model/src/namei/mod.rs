@@ -99,6 +99,37 @@ pub enum Bug {
     /// `read_seqcount_retry` proves the snapshot current (Al Viro's concern
     /// of 14 Aug 2024 on the O_CREAT fast path, made a mutant).
     StepIntoNullBeforeSeqCheck,
+    /// 6c6ec2b0a3e0 as merged (before eacd9aa8cede), and the same shape in
+    /// the first fix proposed for 7c179096e77e (Dec 2025): the LOOKUP_CACHED
+    /// exit of `try_to_unlazy*` fails before `legitimize_links` without
+    /// `drop_links` and without zeroing `depth`, so `terminate_walk`, now in
+    /// ref mode, puts link references that were never taken.
+    CachedBailoutKeepsDepth,
+    /// 7c179096e77e before 46af9ae1305f: the LOOKUP_CACHED test lives in
+    /// `legitimize_links`, which `if (nd->depth && ...)` skips at depth 0,
+    /// so a cached walk without symlinks legitimizes and goes on in ref mode.
+    DepthPredictSkipsCachedTest,
+    /// Before "Make sure nd->path.mnt and nd->path.dentry are always valid
+    /// pointers" (Viro, v5.12): `terminate_walk` leaves `nd->path` as it
+    /// was and `path_init` clears it only past its LOOKUP_CACHED guard, so a
+    /// second attempt failing at the guard hands `terminate_walk` the first
+    /// attempt's unreferenced pointers.
+    StalePathAfterFailedInit,
+    /// The fix Chris Mason's report proposed for 7c179096e77e (12 Dec
+    /// 2025): `try_to_unlazy` tests LOOKUP_CACHED before the depth test and
+    /// bails out without `drop_links` or zeroing `depth` (2021's shape);
+    /// `try_to_unlazy_next`, which the proposal did not show, keeps
+    /// 7c179096e77e's depth-predicated test.
+    CachedTestBeforeDepth,
+    /// eacd9aa8cede as first written (Jens Axboe caught it, "since we are
+    /// zeroing ->depth here, we need to do drop_links() first"): the
+    /// LOOKUP_CACHED exit zeroes `depth` without `drop_links`, so the link
+    /// bodies' delayed releases never run.
+    CachedBailoutSkipsDropLinks,
+    /// Constructed: under LOOKUP_CACHED, `lookup_fast` reports a dcache miss
+    /// as -ENOENT (a miss taken for a negative entry) instead of failing the
+    /// unlazy.
+    CachedMissIsEnoent,
 }
 
 /// A variant as the walk sees it: substrate and walk defects, if any.
@@ -130,6 +161,9 @@ pub struct Saved {
     pub seq: u64,
     /// Where to resume in the outer string (its remaining components).
     pub name: Vec<u64>,
+    /// Ghost: the body's delayed release (`last->done`) is armed: procfs's
+    /// `self` links allocate their body and free it there.
+    pub armed: bool,
 }
 
 /// `struct nameidata` (fs/namei.c).
@@ -181,6 +215,20 @@ impl Nameidata {
 
     pub fn rcu(&self) -> bool {
         self.flags & LOOKUP_RCU != 0
+    }
+
+    /// The nameidata of the next `path_openat`/`path_lookupat` attempt: the
+    /// kernel reuses one struct (`set_nameidata` once per call), so what
+    /// `path_init` does not overwrite carries over: the path (NULL since
+    /// `terminate_walk` clears it), the flags until `path_init` sets them,
+    /// and the symlink count.
+    pub fn next_attempt(&self) -> Nameidata {
+        Nameidata {
+            path: self.path,
+            flags: self.flags,
+            total_link_count: self.total_link_count,
+            ..Nameidata::new()
+        }
     }
 }
 

@@ -32,8 +32,8 @@ use crate::vfs::{DentryRef, InodeRef, Path, Vfs};
 
 use super::walk::Walk;
 use super::{
-    Filename, Flavor, LastType, Nameidata, LOOKUP_CREATE, LOOKUP_DIRECTORY, LOOKUP_EXCL,
-    LOOKUP_FOLLOW, LOOKUP_OPEN, LOOKUP_RCU, LOOKUP_REVAL, WALK_TRAILING,
+    Filename, Flavor, LastType, Nameidata, LOOKUP_CACHED, LOOKUP_CREATE, LOOKUP_DIRECTORY,
+    LOOKUP_EXCL, LOOKUP_FOLLOW, LOOKUP_OPEN, LOOKUP_RCU, LOOKUP_REVAL, WALK_TRAILING,
 };
 
 /// open(2) flags, with the asm-generic values (include/uapi/asm-generic/fcntl.h,
@@ -43,7 +43,22 @@ pub const O_RDWR: u32 = 0o2;
 pub const O_CREAT: u32 = 0o100;
 pub const O_EXCL: u32 = 0o200;
 pub const O_TRUNC: u32 = 0o1000;
+pub const O_NONBLOCK: u32 = 0o4000;
+pub const O_DIRECTORY: u32 = 0o200000;
 pub const O_NOFOLLOW: u32 = 0o400000;
+pub const O_CLOEXEC: u32 = 0o2000000;
+pub const __O_TMPFILE: u32 = 0o20000000;
+/// O_TMPFILE includes O_DIRECTORY (so that an old kernel refuses it).
+pub const O_TMPFILE: u32 = __O_TMPFILE | O_DIRECTORY;
+
+/// `open_how.resolve`'s RESOLVE_CACHED (include/uapi/linux/openat2.h, not
+/// re-read; only that it is its own bit matters).
+pub const RESOLVE_CACHED: u64 = 0x20;
+
+/// Not a kernel flag: Matthew Wilcox's question in the LOOKUP_NONBLOCK
+/// thread (Dec 2020), "skip the RCU attempt on the retry", as Jens Axboe
+/// measured it (LOOKUP_NO_RCU): `do_file_open` starts in ref-walk.
+pub const LOOKUP_NO_RCU: u32 = 1 << 30;
 
 /// `file->f_mode` bits the open path sets.
 pub const FMODE_OPENED: u32 = 1 << 19;
@@ -95,6 +110,14 @@ pub enum Change {
     NegativeDiscardLeaks,
     /// A negative dentry is `dput` even in RCU mode (no reference taken).
     NegativeDiscardDputsInRcu,
+    /// Before a0fc452a5d7f: build_open_flags' RESOLVE_CACHED guard tests
+    /// `O_TMPFILE`, which includes O_DIRECTORY (io_uring's
+    /// `io_openat_force_async` had the same test).
+    ResolveCachedTmpfileBits,
+    /// Constructed: `do_file_open` retries an -EAGAIN as it retries
+    /// -ESTALE (with LOOKUP_REVAL), a third `path_openat` that the
+    /// LOOKUP_CACHED guard fails again.
+    RetryEagainAsStale,
 }
 
 /// A variant of the open path: its base, one change, and the walk's own
@@ -120,11 +143,28 @@ pub struct OpenFlags {
     pub lookup_flags: u32,
 }
 
+/// `struct open_how` (openat2(2)): the open flags and the RESOLVE_* bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenHow {
+    pub flags: u32,
+    pub resolve: u64,
+}
+
+/// fs/open.c:build_open_how (pull-filename copy): open(2)'s flags as an
+/// `open_how` without RESOLVE_* bits.
+pub fn build_open_how(flags: u32) -> OpenHow {
+    OpenHow { flags, resolve: 0 }
+}
+
 /// fs/open.c:build_open_flags (pull-filename copy, reduced to the flags
 /// the model uses): O_CREAT adds LOOKUP_CREATE, O_EXCL adds LOOKUP_EXCL
 /// and implies O_NOFOLLOW; without O_NOFOLLOW the last component is
-/// followed.
-pub fn build_open_flags(mut flags: u32) -> OpenFlags {
+/// followed; O_DIRECTORY adds LOOKUP_DIRECTORY; RESOLVE_CACHED refuses
+/// O_TRUNC, O_CREAT and __O_TMPFILE with -EAGAIN (they always need to
+/// block) and otherwise adds LOOKUP_CACHED. `tmpfile_bits` is the defect
+/// a0fc452a5d7f fixed: the test used O_TMPFILE, O_DIRECTORY included.
+pub fn build_open_flags(how: &OpenHow, tmpfile_bits: bool) -> Result<OpenFlags, Errno> {
+    let mut flags = how.flags;
     let mut intent = LOOKUP_OPEN;
     if flags & O_CREAT != 0 {
         intent |= LOOKUP_CREATE;
@@ -133,15 +173,34 @@ pub fn build_open_flags(mut flags: u32) -> OpenFlags {
             flags |= O_NOFOLLOW;
         }
     }
-    let lookup_flags = if flags & O_NOFOLLOW == 0 {
+    let mut lookup_flags = if flags & O_NOFOLLOW == 0 {
         LOOKUP_FOLLOW
     } else {
         0
     };
-    OpenFlags {
+    if flags & O_DIRECTORY != 0 {
+        lookup_flags |= LOOKUP_DIRECTORY;
+    }
+    if how.resolve & RESOLVE_CACHED != 0 {
+        let tmpfile = if tmpfile_bits { O_TMPFILE } else { __O_TMPFILE };
+        if flags & (O_TRUNC | O_CREAT | tmpfile) != 0 {
+            return Err(Errno::EAGAIN);
+        }
+        lookup_flags |= LOOKUP_CACHED;
+    }
+    Ok(OpenFlags {
         open_flag: flags,
         intent,
         lookup_flags,
+    })
+}
+
+/// open(2)'s flags as `do_file_open` takes them (build_open_how, then
+/// build_open_flags, which cannot fail without RESOLVE_* bits).
+pub fn open_flags(flags: u32) -> OpenFlags {
+    match build_open_flags(&build_open_how(flags), false) {
+        Ok(op) => op,
+        Err(e) => unreachable!("build_open_flags({flags:#o}) without RESOLVE_CACHED: {e}"),
     }
 }
 
@@ -158,6 +217,9 @@ pub struct OpenCall {
     pub thread: Name,
     pub name: Filename,
     pub flags: u32,
+    /// The LOOKUP_* flags it was called with (LOOKUP_CACHED for an inline
+    /// io_uring issue).
+    pub lookup_flags: u32,
     /// The inode the walk starts from (the root's or the cwd's).
     pub start: InodeRef,
     /// The last namespace version current while it ran.
@@ -697,11 +759,11 @@ pub fn do_file_open<'a>(
     flavor: OpenFlavor,
     log: &'a OpenLog,
     name: &Filename,
-    flags: u32,
+    op: OpenFlags,
     audit: bool,
 ) -> Result<Open<'a>, Errno> {
     let _f = t.enter("do_file_open");
-    let op = build_open_flags(flags);
+    let flags = op.open_flag;
     let call = {
         let mut calls = log.calls();
         let from = if name.absolute {
@@ -713,6 +775,7 @@ pub fn do_file_open<'a>(
             thread: t.name(),
             name: name.clone(),
             flags,
+            lookup_flags: op.lookup_flags,
             start: vfs.dentry(from.dentry).d_inode.peek(),
             last: 0,
             result: None,
@@ -730,15 +793,22 @@ pub fn do_file_open<'a>(
         call,
         trailing: name.trailing_slash,
     };
-    let mut r = o.path_openat(name, op.lookup_flags | LOOKUP_RCU);
+    let flags = op.lookup_flags & !LOOKUP_NO_RCU;
+    let mut r = if op.lookup_flags & LOOKUP_NO_RCU == 0 {
+        o.path_openat(name, flags | LOOKUP_RCU)
+    } else {
+        Err(Errno::ECHILD)
+    };
     if r == Err(Errno::ECHILD) && !flavor.has(Change::NoRefWalkRetry) {
         t.tracepoint("ref_walk_restart");
-        o.w.nd = Nameidata::new();
-        r = o.path_openat(name, op.lookup_flags);
+        o.w.nd = o.w.nd.next_attempt();
+        r = o.path_openat(name, flags);
     }
-    if r == Err(Errno::ESTALE) {
-        o.w.nd = Nameidata::new();
-        r = o.path_openat(name, op.lookup_flags | LOOKUP_REVAL);
+    let stale = r == Err(Errno::ESTALE)
+        || (r == Err(Errno::EAGAIN) && flavor.has(Change::RetryEagainAsStale));
+    if stale {
+        o.w.nd = o.w.nd.next_attempt();
+        r = o.path_openat(name, flags | LOOKUP_REVAL);
     }
     let result = r.map(|()| Opened {
         inode: vfs.dentry(o.file.f_path.dentry).d_inode.peek(),

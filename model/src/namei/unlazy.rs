@@ -27,10 +27,23 @@ impl Walk<'_> {
         self.vfs.rcu.rcu_read_unlock(self.t);
     }
 
-    /// fs/namei.c:drop_links (7.3): release the symlink bodies. The model's
-    /// bodies are inline in their inodes, so there is nothing to release;
-    /// `depth` is left for the caller, as in the kernel.
-    pub(crate) fn drop_links(&mut self) {}
+    /// fs/namei.c:drop_links (7.3): run each stacked link body's delayed
+    /// release (`do_delayed_call`, then `clear_delayed_call`). Inline bodies
+    /// have none; procfs's `self` links do. `depth` is left for the caller
+    /// (46af9ae1305f later moved `depth = 0` in here; every caller of the
+    /// model zeroes it right after, which is the same).
+    pub(crate) fn drop_links(&mut self) {
+        for i in 0..self.nd.depth {
+            self.release_body(i);
+        }
+    }
+
+    /// `do_delayed_call(&nd->stack[i].done)` and its clear.
+    pub(crate) fn release_body(&mut self, i: usize) {
+        if std::mem::take(&mut self.nd.stack[i].armed) {
+            self.t.tracepoint("link_body_released");
+        }
+    }
 
     /// fs/namei.c:__legitimize_path (7.3): the mount via `__legitimize_mnt`,
     /// then the dentry with `lockref_get_not_dead`, then `d_seq` must still
@@ -133,11 +146,41 @@ impl Walk<'_> {
         ok
     }
 
-    fn unlazy_all(&mut self) -> bool {
-        if self.nd.flags & LOOKUP_CACHED != 0 {
-            self.drop_links();
-            self.nd.depth = 0;
+    /// The LOOKUP_CACHED exit at the top of `try_to_unlazy*` (46af9ae1305f
+    /// in v6.19-rc5, the 7.3 shape): drop the link bodies, `depth` := 0
+    /// (inside `drop_links` since that fix), NULL the path, fail. `true`
+    /// when the unlazy must fail here (`next`: for `try_to_unlazy_next`).
+    /// The variants put the test where their kernels had it.
+    fn cached_bailout(&mut self, next: bool) -> bool {
+        if self.nd.flags & LOOKUP_CACHED == 0 {
+            return false;
+        }
+        let predicated = self.flavor.has(Bug::DepthPredictSkipsCachedTest)
+            || (next && self.flavor.has(Bug::CachedTestBeforeDepth));
+        if predicated && self.nd.depth == 0 {
+            self.t.tracepoint("cached_test_skipped");
+            return false;
+        }
+        self.t.tracepoint("cached_bailout");
+        if self.nd.depth > 0 {
+            self.t.tracepoint("cached_bailout_with_links");
+        }
+        let keeps_depth = self.flavor.has(Bug::CachedBailoutKeepsDepth)
+            || (!next && self.flavor.has(Bug::CachedTestBeforeDepth));
+        if keeps_depth {
             self.nd.path = Path::NULL;
+            return true;
+        }
+        if !self.flavor.has(Bug::CachedBailoutSkipsDropLinks) {
+            self.drop_links();
+        }
+        self.nd.depth = 0;
+        self.nd.path = Path::NULL;
+        true
+    }
+
+    fn unlazy_all(&mut self) -> bool {
+        if self.cached_bailout(false) {
             return false;
         }
         if self.nd.depth > 0 && !self.legitimize_links() {
@@ -181,10 +224,7 @@ impl Walk<'_> {
     }
 
     fn unlazy_next(&mut self, dentry: crate::vfs::DentryRef) -> Next {
-        if self.nd.flags & LOOKUP_CACHED != 0 {
-            self.drop_links();
-            self.nd.depth = 0;
-            self.nd.path = Path::NULL;
+        if self.cached_bailout(true) {
             return Next::Failed;
         }
         if self.nd.depth > 0 && !self.legitimize_links() {

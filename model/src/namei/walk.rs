@@ -10,7 +10,7 @@ use crate::trace::Val;
 use crate::vfs::dentry::{
     DCACHE_DIRECTORY_TYPE, DCACHE_ENTRY_TYPE, DCACHE_MISS_TYPE, DCACHE_MOUNTED, DCACHE_SYMLINK_TYPE,
 };
-use crate::vfs::namespace::DOTDOT;
+use crate::vfs::namespace::{DOTDOT, SELF_IDENT};
 use crate::vfs::{DentryRef, Path, Vfs};
 
 use super::{
@@ -82,6 +82,12 @@ impl<'a> Walk<'a> {
         self.vfs.dget(self.t, p.dentry);
     }
 
+    /// The ghost "non-blocking walk" flag follows LOOKUP_CACHED: while it is
+    /// set, every sleeping primitive is a `might_sleep` violation (N1).
+    fn sync_nonblock(&self) {
+        self.t.set_nonblock(self.nd.flags & LOOKUP_CACHED != 0);
+    }
+
     /// fs/namei.c:path_init (7.3; absolute or cwd-relative, no dfd):
     /// LOOKUP_CACHED without LOOKUP_RCU fails at once with -EAGAIN;
     /// otherwise enter RCU (if lazy), sample `mount_lock` and `rename_lock`
@@ -91,7 +97,11 @@ impl<'a> Walk<'a> {
     pub(crate) fn path_init(&mut self, flags: u32, absolute: bool) -> Result<(), Errno> {
         let _f = self.t.enter("path_init");
         if flags & LOOKUP_CACHED != 0 && flags & LOOKUP_RCU == 0 {
+            self.t.tracepoint("cached_without_rcu");
             return Err(Errno::EAGAIN);
+        }
+        if self.flavor.has(Bug::StalePathAfterFailedInit) {
+            self.nd.path = Path::NULL;
         }
         if flags & LOOKUP_RCU != 0 {
             self.vfs.rcu.rcu_read_lock(self.t);
@@ -100,6 +110,7 @@ impl<'a> Walk<'a> {
             self.nd.next_seq = 0;
         }
         self.nd.flags = flags;
+        self.sync_nonblock();
         self.nd.state |= ND_JUMPED;
         self.nd.m_seq = self.vfs.mount_lock.read_seqbegin(self.t);
         self.nd.r_seq = self.vfs.rename_lock.read_seqbegin(self.t);
@@ -276,6 +287,9 @@ impl<'a> Walk<'a> {
         let Some((dentry, seq)) = self.vfs.__d_lookup_rcu(self.t, parent, self.nd.last) else {
             if self.flavor.has(Bug::RcuMissSkipsUnlazy) {
                 return Ok(None);
+            }
+            if self.flavor.has(Bug::CachedMissIsEnoent) && self.nd.flags & LOOKUP_CACHED != 0 {
+                return Err(Errno::ENOENT);
             }
             if !self.try_to_unlazy() {
                 return Err(Errno::ECHILD);
@@ -549,7 +563,8 @@ impl<'a> Walk<'a> {
         self.nd.stack[depth].seq = self.nd.next_seq;
         self.nd.depth += 1;
         self.t.tracepoint("symlink_followed");
-        let body = self.vfs.inodes.get(self.t, inode).i_link.clone();
+        let (body, armed) = self.get_link(inode);
+        self.nd.stack[depth].armed = armed;
         if body.is_empty() {
             self.put_link();
             return Ok(None);
@@ -557,9 +572,27 @@ impl<'a> Walk<'a> {
         Ok(Some(body))
     }
 
+    /// The link's body (`inode->i_link`, or for a procfs `self` link what
+    /// fs/proc/thread_self.c:proc_thread_self_get_link computes from
+    /// `current`: the name of its identity's directory; read in the Feb 2021
+    /// revert mail of 0d4370cfe36b, which keeps that body and drops the
+    /// PF_IO_WORKER refusal).
+    /// Whether the body was allocated for this walk (its release armed).
+    fn get_link(&self, inode: crate::vfs::InodeRef) -> (Vec<u64>, bool) {
+        let ident = crate::vfs::ident_name(self.t.ident());
+        let body = &self.vfs.inodes.get(self.t, inode).i_link;
+        let magic = body.contains(&SELF_IDENT);
+        let body = body
+            .iter()
+            .map(|&c| if c == SELF_IDENT { ident } else { c })
+            .collect();
+        (body, magic)
+    }
+
     /// fs/namei.c:put_link (7.3): pop the last link (ref-walk: put it).
     pub(crate) fn put_link(&mut self) {
         self.nd.depth -= 1;
+        self.release_body(self.nd.depth);
         let link = self.nd.stack[self.nd.depth].link;
         if !self.nd.rcu() {
             self.path_put(link);
@@ -654,6 +687,7 @@ impl<'a> Walk<'a> {
                 self.nd.root = Path::NULL;
             }
             self.nd.flags &= !LOOKUP_CACHED;
+            self.sync_nonblock();
             if !self.try_to_unlazy() {
                 return Err(Errno::ECHILD);
             }
@@ -665,6 +699,9 @@ impl<'a> Walk<'a> {
     /// or leave RCU (lazy), and clear the path.
     pub(crate) fn terminate_walk(&mut self) {
         let _f = self.t.enter("terminate_walk");
+        // The walk is over: what it drops here is what it legitimately
+        // holds (nothing, for a cached walk that kept its promise).
+        self.t.set_nonblock(false);
         if self.nd.depth > 0 {
             self.drop_links();
         }
@@ -681,7 +718,25 @@ impl<'a> Walk<'a> {
             self.leave_rcu();
         }
         self.nd.depth = 0;
-        self.nd.path = Path::NULL;
+        if !self.flavor.has(Bug::StalePathAfterFailedInit) {
+            self.nd.path = Path::NULL;
+        }
+        self.bodies_released();
+    }
+
+    /// N2: a finished walk has run every link body's delayed release once
+    /// (an armed entry past `depth` is one nothing will release).
+    fn bodies_released(&self) {
+        if let Some(i) = self.nd.stack.iter().position(|s| s.armed) {
+            self.t.violation(
+                "link_bodies_released",
+                format!(
+                    "the walk ended with the body of symlink #{i} ({}) never released: its \
+                     delayed call was dropped with depth",
+                    self.vfs.dentry_label(self.nd.stack[i].link.dentry)
+                ),
+            );
+        }
     }
 
     /// fs/namei.c:lookup_last (7.3): the trailing component (the root

@@ -63,7 +63,29 @@ pub type MountRef = ObjRef;
 
 /// Component names a model's namespace uses (a name is its index here):
 /// fixed, so a trace can name them from the raw word alone.
-pub const NAMES: [&str; 10] = ["/", "a", "b", "c", "l", "x", "tmp", "d", "b2", "m"];
+pub const NAMES: [&str; 15] = [
+    "/",
+    "a",
+    "b",
+    "c",
+    "l",
+    "x",
+    "tmp",
+    "d",
+    "b2",
+    "m",
+    "proc",
+    "thread-self",
+    "1",
+    "2",
+    "comm",
+];
+
+/// The name of the `/proc` directory of the task with identity `ident`
+/// (what procfs's `self` links resolve to).
+pub fn ident_name(ident: u32) -> u64 {
+    name_id(&ident.to_string())
+}
 
 /// The name with index `id`.
 pub fn name_of(id: u64) -> &'static str {

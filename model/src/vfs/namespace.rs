@@ -20,6 +20,10 @@ use super::InodeRef;
 /// A path component of a walk: a name (index into `vfs::NAMES`) or "..".
 pub const DOTDOT: u64 = u64::MAX;
 
+/// In a magic link's body: the resolving task's identity (procfs's
+/// `/proc/thread-self` get_link computes its body from `current`).
+pub const SELF_IDENT: u64 = u64::MAX - 1;
+
 /// Symlinks followed before -ELOOP in the reference (MAXSYMLINKS is 40; the
 /// model's paths are short).
 const MAX_LINKS: u32 = 8;

@@ -56,6 +56,15 @@ impl Ledger {
         )
     }
 
+    /// One reference `from` holds on `obj` now belongs to `to` (a
+    /// structure took it over: an opened file installed in a table); an
+    /// error when `from` holds none.
+    pub fn hand_over(&self, from: Name, to: Name, obj: Obj) -> Result<(), String> {
+        self.put(from, obj)?;
+        self.take(to, obj);
+        Ok(())
+    }
+
     /// References on `obj`, over every holder.
     pub fn count(&self, obj: Obj) -> u32 {
         self.with(|v| v.iter().filter(|(_, o, _)| *o == obj).map(|e| e.2).sum())

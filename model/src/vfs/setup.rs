@@ -11,6 +11,7 @@ use crate::kernel::atomic::Atomic;
 use crate::trace::{intern, Name, Show};
 
 use super::dentry::{d_flags_for, DCACHE_MISS_TYPE, DCACHE_MOUNTED};
+use super::namespace::SELF_IDENT;
 use super::{
     name_id, Dentry, DentryRef, Inode, Kind, Mount, MountRef, Namespace, Obj, Path, Vfs, VfsBug,
     NAMES,
@@ -36,6 +37,13 @@ pub enum Node {
     Uncached(&'static str),
     /// A client holds a delegation on this existing directory.
     Delegated(&'static str),
+    /// A directory the filesystem holds but the dcache does not; its
+    /// children (nodes under it) are on disk only too.
+    UncachedDir(&'static str),
+    /// A magic link like `/proc/thread-self`: its body is the name of the
+    /// resolving task's identity, a sibling directory (`/proc/1`). The
+    /// ghost namespace holds the body the modelled process's tasks see.
+    SelfLink(&'static str),
 }
 
 /// Splits `/a/b` into name indexes (`..` becomes [`super::namespace::DOTDOT`]).
@@ -77,6 +85,8 @@ struct Layout {
     dentries: Vec<DentrySpec>,
     mounts: Vec<MountSpec>,
     refs: Vec<(Name, Obj)>,
+    /// Directories on disk only, by path.
+    uncached: Vec<(Vec<u64>, u64)>,
     ns: Namespace,
     cwd: Option<Path>,
 }
@@ -200,12 +210,19 @@ impl Layout {
         }
         let (path, kind, body) = match node {
             Node::Cwd(_) | Node::Delegated(_) => unreachable!("handled above"),
-            Node::Dir(p) | Node::Mount(p) | Node::Negative(p) => (p, Kind::Dir, Vec::new()),
+            Node::Dir(p) | Node::Mount(p) | Node::Negative(p) | Node::UncachedDir(p) => {
+                (p, Kind::Dir, Vec::new())
+            }
             Node::File(p) | Node::Uncached(p) => (p, Kind::Reg, Vec::new()),
             Node::Symlink(p, body) => (p, Kind::Symlink, components(body)),
+            Node::SelfLink(p) => (p, Kind::Symlink, vec![SELF_IDENT]),
         };
         let comps = components(path);
         let (parents, name) = comps.split_at(comps.len() - 1);
+        let label = intern(path.rsplit('/').next().unwrap_or(path));
+        if let Some(dir_inode) = self.uncached_dir(parents) {
+            return self.on_disk_only(comps.clone(), dir_inode, label, kind, body);
+        }
         let dir = self.find(root, parents);
         let dir_inode = self.dentries[dir.dentry as usize - 1].inode;
         if let Node::Mount(_) = node {
@@ -222,21 +239,66 @@ impl Layout {
             self.ns.dirs.push(root_inode);
             return;
         }
-        let label = intern(path.rsplit('/').next().unwrap_or(path));
         if let Node::Negative(_) = node {
             return self.negative(label, name[0], dir.dentry);
+        }
+        if let Node::UncachedDir(_) = node {
+            return self.on_disk_only(comps.clone(), dir_inode, label, kind, body);
         }
         let inode = self.inode(label, kind, body.clone());
         if !matches!(node, Node::Uncached(_)) {
             self.dentry(label, name[0], dir.dentry, inode);
         }
-        self.ns.add(dir_inode, name[0], inode);
+        self.enter_ns(dir_inode, name[0], inode, kind, body);
+    }
+
+    /// The inode of the directory `comps` if the dcache does not hold it.
+    fn uncached_dir(&self, comps: &[u64]) -> Option<u64> {
+        self.uncached
+            .iter()
+            .find(|(c, _)| c.as_slice() == comps)
+            .map(|&(_, i)| i)
+    }
+
+    /// An inode the filesystem holds under `dir_inode` with no dentry (a
+    /// lookup must ask `->lookup`).
+    fn on_disk_only(
+        &mut self,
+        comps: Vec<u64>,
+        dir_inode: u64,
+        label: &'static str,
+        kind: Kind,
+        body: Vec<u64>,
+    ) {
+        let name = comps[comps.len() - 1];
+        let inode = self.inode(label, kind, body.clone());
+        if kind == Kind::Dir {
+            self.uncached.push((comps, inode));
+        }
+        self.enter_ns(dir_inode, name, inode, kind, body);
+    }
+
+    fn enter_ns(&mut self, dir_inode: u64, name: u64, inode: u64, kind: Kind, body: Vec<u64>) {
+        self.ns.add(dir_inode, name, inode);
         match kind {
             Kind::Dir => self.ns.dirs.push(inode),
-            Kind::Symlink => self.ns.links.push((inode, body)),
+            Kind::Symlink => self.ns.links.push((inode, seen_by_submitter(body))),
             Kind::Reg => {}
         }
     }
+}
+
+/// A link body as the modelled process's tasks resolve it.
+fn seen_by_submitter(body: Vec<u64>) -> Vec<u64> {
+    body.into_iter()
+        .map(|c| {
+            if c == SELF_IDENT {
+                super::ident_name(crate::kernel::task::SUBMITTER_IDENT)
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 pub(super) fn show_chain(mask: u64) -> String {

@@ -240,6 +240,8 @@ impl Vfs {
     /// The caller holds the directory's `i_rwsem` and gets the reference.
     pub fn simple_lookup(&self, t: &Task, parent: DentryRef, name: u64) -> DentryRef {
         let _f = t.enter("simple_lookup");
+        // A filesystem's ->lookup may read the disk.
+        t.might_sleep("->lookup", None);
         let dir = self.dentry(parent).d_inode.peek();
         let on_disk = self
             .ns_history()
@@ -257,6 +259,8 @@ impl Vfs {
     /// or negative; that ends the in-lookup state.
     pub fn fs_lookup(&self, t: &Task, d: DentryRef) {
         let _f = t.enter("simple_lookup");
+        t.might_sleep("->lookup", None);
+        t.tracepoint("fs_lookup");
         let de = self.dentry(d);
         let dir = self.dentry(de.d_parent.peek()).d_inode.peek();
         let on_disk = self

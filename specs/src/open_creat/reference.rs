@@ -7,7 +7,7 @@
 
 use vfsmc_model::kernel::errptr::Errno;
 use vfsmc_model::kernel::task::Task;
-use vfsmc_model::namei::open::{do_file_open, OpenLog, FMODE_CREATED};
+use vfsmc_model::namei::open::{do_file_open, open_flags, OpenLog, FMODE_CREATED};
 use vfsmc_model::namei::Filename;
 use vfsmc_model::trace::Context;
 use vfsmc_model::vfs::{Node, Vfs};
@@ -74,7 +74,15 @@ pub fn run_single(variant: &str, tree: &'static [Node], ops: &[SeqOp]) -> Vec<Op
             SeqOp::Change(change) => act(vfs, &actor, change),
             SeqOp::Open(path, flags) => {
                 let name = Filename::new(path);
-                let r = do_file_open(vfs, &opener, flavor, &world.opens, &name, flags, false);
+                let r = do_file_open(
+                    vfs,
+                    &opener,
+                    flavor,
+                    &world.opens,
+                    &name,
+                    open_flags(flags),
+                    false,
+                );
                 outcomes.push(r.map(|mut o| {
                     let inode = vfs.dentry(o.file.f_path.dentry).d_inode.peek();
                     let created = o.file.f_mode & FMODE_CREATED != 0;

@@ -102,6 +102,9 @@ pub struct Reference {
 
 const ROOT: u64 = 1;
 
+/// The `/proc` directory of the modelled process (its identity is 1).
+const SUBMITTER_DIR: &str = "1";
+
 fn split(path: &'static str) -> Vec<&'static str> {
     path.split('/').filter(|c| !c.is_empty()).collect()
 }
@@ -121,11 +124,13 @@ impl Reference {
         };
         for node in nodes {
             let done = match *node {
-                Node::Dir(p) => r.create(p, Body::Dir(BTreeMap::new())),
+                Node::Dir(p) | Node::UncachedDir(p) => r.create(p, Body::Dir(BTreeMap::new())),
                 Node::File(p) | Node::Uncached(p) => r.create(p, Body::File),
                 // A delegation changes no answer of a lookup.
                 Node::Delegated(_) => Ok(()),
                 Node::Symlink(p, body) => r.create(p, Body::Symlink(split(body))),
+                // /proc/thread-self as the process's own tasks resolve it.
+                Node::SelfLink(p) => r.create(p, Body::Symlink(vec![SUBMITTER_DIR])),
                 Node::Mount(p) => r.mount(p),
                 // A cached negative dentry changes no answer.
                 Node::Negative(_) => Ok(()),
@@ -141,6 +146,11 @@ impl Reference {
 
     fn obj(&self, id: u64) -> &Object {
         &self.objects[id as usize - 1]
+    }
+
+    /// Whether object `id` is a directory.
+    pub fn is_dir(&self, id: u64) -> bool {
+        self.entries(id).is_some()
     }
 
     fn entries(&self, id: u64) -> Option<&BTreeMap<&'static str, u64>> {
