@@ -605,7 +605,7 @@ pub fn invariant_witnesses(
             })
             .collect();
         if breakers.is_empty() {
-            if model.is_shared(inv.name) {
+            if model.witnessed_elsewhere(inv.name) {
                 continue;
             }
             return Err(format!(

@@ -213,6 +213,10 @@ pub trait Spec: Sync + 'static {
     /// The shared invariants the primitives raise, listed with the model's
     /// own.
     const SHARED: &'static [Invariant] = shared::KERNEL;
+    /// Invariants of a model this one is composed of, kept on here, whose
+    /// breaking variants (and shortest traces) are in that model's registry
+    /// (none unless the model says so).
+    const WITNESSED_ELSEWHERE: &'static [&'static str] = &[];
 
     /// One execution: build the state, [`Watch::start`] it, run the threads,
     /// join them, then [`Watch::finish`]. Called once per explored
@@ -374,6 +378,11 @@ pub trait Model: Sync {
         shared::KERNEL.iter().any(|i| i.name == name)
     }
 
+    /// Whether invariant `name`'s witness lives in another model's registry
+    /// (a shared kernel check, or one a composed model keeps on from the
+    /// model it comes from: see [`Spec::WITNESSED_ELSEWHERE`]).
+    fn witnessed_elsewhere(&self, name: &str) -> bool;
+
     fn variant(&'static self, name: &str) -> Option<&'static Variant> {
         self.variants().iter().find(|v| v.name == name)
     }
@@ -486,6 +495,10 @@ impl<S: Spec> Model for Registered<S> {
 
     fn also_violates(&self, variant: &str) -> &'static [&'static str] {
         self.row(variant).map_or(&[], S::also_violates)
+    }
+
+    fn witnessed_elsewhere(&self, name: &str) -> bool {
+        self.is_shared(name) || S::WITNESSED_ELSEWHERE.contains(&name)
     }
 }
 

@@ -132,7 +132,7 @@ fn hot_open(_: &[u8]) -> Plan {
 }
 
 fn cold_miss(_: &[u8]) -> Plan {
-    plan(COLD, &[open("/tmp/x")], &[], &[FdOp::Dup2(0, 1)])
+    plan(COLD, &[open("/tmp/x")], &[], &[FdOp::Dup2(0, 3)])
 }
 
 fn rename_vs_cached_open(_: &[u8]) -> Plan {
@@ -277,7 +277,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
     scenario(
         "cold-miss",
         "an openat of /tmp/x, on disk but not in the dcache, while another thread dup2s onto \
-         fd 1: the inline walk bails out (-ECHILD, then path_init's -EAGAIN), the fd goes back, \
+         fd 3 (the one the open reserves): the inline walk bails out (-ECHILD, then path_init's -EAGAIN), the fd goes back, \
          the request is punted and an io-wq worker opens it with ->lookup",
         &["cached_bailout", "cached_without_rcu", "punt", "fs_lookup"],
         Some(3),
@@ -371,49 +371,44 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
     ),
 ];
 
-const fn walk_bug(bug: Bug) -> Flavor {
-    Flavor {
-        open: OpenFlavor {
-            base: Base::Current,
-            change: None,
-            walk: WalkFlavor {
-                vfs: None,
-                bug: Some(bug),
+/// The current code of every part but the ones a row changes.
+const fn code(walk: Option<Bug>, open: Option<OpenChange>, ring: Option<Change>) -> Code {
+    Code {
+        ring: Flavor {
+            open: OpenFlavor {
+                base: Base::Current,
+                change: open,
+                walk: WalkFlavor {
+                    vfs: None,
+                    bug: walk,
+                },
             },
+            change: ring,
         },
-        change: None,
+        table: None,
     }
 }
 
-const fn open_change(change: OpenChange) -> Flavor {
-    Flavor {
-        open: OpenFlavor {
-            base: Base::Current,
-            change: Some(change),
-            walk: WalkFlavor {
-                vfs: None,
-                bug: None,
-            },
-        },
-        change: None,
+const fn walk_bug(bug: Bug) -> Code {
+    code(Some(bug), None, None)
+}
+
+const fn open_change(change: OpenChange) -> Code {
+    code(None, Some(change), None)
+}
+
+const fn ring_change(change: Option<Change>) -> Code {
+    code(None, None, change)
+}
+
+const fn table_bug(bug: fdtable::Bug) -> Code {
+    Code {
+        table: Some(bug),
+        ..code(None, None, None)
     }
 }
 
-const fn ring_change(change: Option<Change>) -> Flavor {
-    Flavor {
-        open: OpenFlavor {
-            base: Base::Current,
-            change: None,
-            walk: WalkFlavor {
-                vfs: None,
-                bug: None,
-            },
-        },
-        change,
-    }
-}
-
-const VARIANTS: &[Variant<Flavor>] = &[
+const VARIANTS: &[Variant<Code>] = &[
     Variant {
         name: "current",
         expected: Expected::Holds,
@@ -550,7 +545,59 @@ const VARIANTS: &[Variant<Flavor>] = &[
         about: "-EAGAIN is retried like -ESTALE: a third path_openat in the inline issue",
         code: open_change(OpenChange::RetryEagainAsStale),
     },
+    Variant {
+        name: "rcu-lookup-takes-ref",
+        expected: Expected::Violates("rcu_mode"),
+        witness: "hot-open",
+        kernel: "fs/namei.c:lookup_fast (the unlazy model's mutant, under the inline issue)",
+        about: "lookup_fast in RCU mode takes a reference on the child it found",
+        code: walk_bug(Bug::RcuLookupTakesRef),
+    },
+    Variant {
+        name: "create-under-shared-lock",
+        expected: Expected::Violates("single_creation"),
+        witness: "creat-vs-hot",
+        kernel: "fs/namei.c:lookup_open (the open_creat model's mutant, in the worker)",
+        about: "the punted O_CREAT creates under the parent's i_rwsem held shared",
+        code: open_change(OpenChange::CreateUnderSharedLock),
+    },
+    Variant {
+        name: "dup2-ignores-reserved",
+        expected: Expected::Violates("unique_fd"),
+        witness: "cold-miss",
+        kernel: "fs/file.c:do_dup2 without the -EBUSY rule (the fd table model's mutant, \
+                 against io_openat2's reservation)",
+        about: "another thread's dup2 installs over the fd the inline issue has reserved",
+        code: table_bug(fdtable::Bug::Dup2IgnoresReserved),
+    },
+    Variant {
+        name: "put-unused-fd-keeps-next-fd",
+        expected: Expected::Violates("lowest_free"),
+        witness: "cold-miss",
+        kernel: "fs/file.c:__put_unused_fd (the fd table model's mutant, on the punt path)",
+        about: "the fd the inline issue gives back does not lower next_fd: the worker's \
+                reservation skips it",
+        code: table_bug(fdtable::Bug::PutUnusedFdKeepsNextFd),
+    },
+    Variant {
+        name: "conditional-clear-tests-wrong-bit",
+        expected: Expected::Violates("full_fds_bits"),
+        witness: "cold-miss",
+        kernel: "fs/file.c:__clear_open_fd (the fd table model's mutant of patch 2/3, on the \
+                 punt path)",
+        about: "giving back the fd that filled word 0 tests full_fds_bits bit fd, not fd / \
+                BITS_PER_LONG, and leaves the word marked full",
+        code: table_bug(fdtable::Bug::ConditionalClearTestsWrongBit),
+    },
 ];
+
+/// A variant of the composition: the io_uring side with the open path and
+/// walk under it, and the fd table model's own defect, if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Code {
+    pub ring: Flavor,
+    pub table: Option<fdtable::Bug>,
+}
 
 /// What the invariants read: the three models' state in one execution.
 pub struct World {
@@ -560,25 +607,27 @@ pub struct World {
     pub ring: RingState,
 }
 
-/// The process's fd table at the start: stdin open in a table of four.
+/// The process's fd table at the start: stdin, stdout and stderr open in a
+/// table of two words (one an earlier expansion allocated), so the first
+/// reservation fills word 0 and no scenario needs to grow the table.
 fn fd_init() -> Init {
     Init {
-        max_fds: fdtable::NR_OPEN_DEFAULT,
-        fds: vec![(0, 0)],
-        nfiles: 1,
+        max_fds: 2 * fdtable::BITS_PER_LONG,
+        fds: vec![(0, 0), (1, 1), (2, 2)],
+        nfiles: 3,
         rlimit: fdtable::SYSCTL_NR_OPEN,
-        embedded: true,
+        embedded: false,
     }
 }
 
 impl World {
-    fn new(flavor: Flavor, tree: &'static [Node]) -> World {
+    fn new(code: Code, tree: &'static [Node]) -> World {
         let table = fdtable::Flavor {
             base: fdtable::Base::Current,
-            bug: None,
+            bug: code.table,
         };
         World {
-            vfs: Vfs::build(flavor.open.walk.vfs, tree),
+            vfs: Vfs::build(code.ring.open.walk.vfs, tree),
             // The submitter and its io-wq workers share the table
             // (create_io_thread passes CLONE_FILES).
             fds: Fs::new(table, &fd_init(), 2),
@@ -700,7 +749,7 @@ const INVARIANTS: &[Inv] = &[
 pub struct Nonblock;
 
 impl Spec for Nonblock {
-    type Code = Flavor;
+    type Code = Code;
     type Plan = Plan;
     type State = World;
 
@@ -709,6 +758,11 @@ impl Spec for Nonblock {
                                  try_to_unlazy*/complete_walk/path_init, fs/open.c \
                                  build_open_flags, io_uring/openclose.c io_openat2 (v7.3 \
                                  merge window), composed with the fd table model";
+    /// The fd table model breaks no_lost_install (expand-skips-synchronize-
+    /// rcu), the unlazy model snapshot_valid and no_dead_ref; this model
+    /// keeps them on.
+    const WITNESSED_ELSEWHERE: &'static [&'static str] =
+        &["no_lost_install", "snapshot_valid", "no_dead_ref"];
     const LIMITS: &'static [&'static str] = &[
         "one submitter; io-wq workers are created when the list is empty and exit when they \
          find it empty (no idle timeout, no bounded/unbounded accounts); at most two workers \
@@ -729,7 +783,7 @@ impl Spec for Nonblock {
          at the start of path_openat; nothing in these scenarios observes the difference)",
     ];
 
-    fn variants() -> &'static [Variant<Flavor>] {
+    fn variants() -> &'static [Variant<Code>] {
         VARIANTS
     }
     fn scenarios() -> &'static [ScenarioRow<Plan>] {
@@ -741,15 +795,16 @@ impl Spec for Nonblock {
 
     /// Skipping RCU on the re-issue changes only punted requests: it is
     /// checked where something is punted.
-    fn applies(code: Flavor, scenario: &'static str) -> bool {
-        match code.change {
+    fn applies(code: Code, scenario: &'static str) -> bool {
+        match code.ring.change {
             Some(Change::RetryNoRcu) => !matches!(scenario, "hot-open" | "resolve-cached"),
             _ => true,
         }
     }
 
-    fn execute(flavor: Flavor, plan: &Plan, watch: &Watch<Self>) {
-        let world = Arc::new(World::new(flavor, plan.tree));
+    fn execute(code: Code, plan: &Plan, watch: &Watch<Self>) {
+        let flavor = code.ring;
+        let world = Arc::new(World::new(code, plan.tree));
         watch.start(&world);
         let submitter = {
             let (w, requests) = (world.clone(), plan.requests.clone());

@@ -89,6 +89,7 @@ pub fn run_single(variant: &str, tree: &'static [Node], ops: &[SeqOp]) -> Vec<Ou
         .expect("a registered variant")
         .code;
     let world = World::new(flavor, tree);
+    let flavor = flavor.ring;
     let submitter = Task::new("submitter", Context::Task);
     let actor = Task::new("actor", Context::Task);
     let worker = io_worker_task(flavor, WORKERS[0]);
