@@ -9,6 +9,7 @@
 //! ND_ROOT_GRABBED), and it is no longer in RCU mode.
 
 use crate::exec::Counter;
+use crate::trace::Val;
 use crate::vfs::Path;
 
 use super::walk::Walk;
@@ -159,23 +160,27 @@ impl Walk<'_> {
             || (next && self.flavor.has(Bug::CachedTestBeforeDepth));
         if predicated && self.nd.depth == 0 {
             self.t.tracepoint("cached_test_skipped");
+            self.t.note("LOOKUP_CACHED test skipped at depth 0", &[]);
             return false;
         }
         self.t.tracepoint("cached_bailout");
-        if self.nd.depth > 0 {
+        let depth = self.nd.depth;
+        if depth > 0 {
             self.t.tracepoint("cached_bailout_with_links");
         }
         let keeps_depth = self.flavor.has(Bug::CachedBailoutKeepsDepth)
             || (!next && self.flavor.has(Bug::CachedTestBeforeDepth));
-        if keeps_depth {
-            self.nd.path = Path::NULL;
-            return true;
+        if !keeps_depth {
+            if !self.flavor.has(Bug::CachedBailoutSkipsDropLinks) {
+                self.drop_links();
+            }
+            self.nd.depth = 0;
         }
-        if !self.flavor.has(Bug::CachedBailoutSkipsDropLinks) {
-            self.drop_links();
-        }
-        self.nd.depth = 0;
         self.nd.path = Path::NULL;
+        self.t.note(
+            "LOOKUP_CACHED: fail, depth {} → {}, path NULL",
+            &[Val::dec(depth as u64), Val::dec(self.nd.depth as u64)],
+        );
         true
     }
 
