@@ -8,7 +8,6 @@
 
 mod common;
 
-use vfsmc::check::Check;
 use vfsmc::engine::EngineKind;
 use vfsmc_specs::Model;
 
@@ -18,7 +17,6 @@ fn model() -> &'static dyn Model {
 
 mod verdicts {
     use super::*;
-    use vfsmc_specs::Tier;
 
     #[test]
     fn loom_agrees_with_registry() {
@@ -31,26 +29,11 @@ mod verdicts {
     }
 
     /// The deep tier: the holding variants on every Tier::Deep scenario they
-    /// apply to, under loom.
+    /// apply to, under loom (tests/common).
     #[test]
-    #[ignore = "deep tier: bound-3 searches of cold-miss and hot-open"]
+    #[ignore = "deep tier: bound-3 searches of hot-open and rename-vs-cached-open, bound 2 of creat-vs-hot"]
     fn loom_deep_tier_holds() {
-        let m = model();
-        for v in m
-            .variants()
-            .iter()
-            .filter(|v| v.expected == vfsmc_specs::Expected::Holds)
-        {
-            for s in m
-                .scenarios()
-                .iter()
-                .filter(|s| s.tier == Tier::Deep && m.applies(v.name, s.name))
-            {
-                let r = Check::new(m, v, s, EngineKind::Loom).run().unwrap();
-                println!("{}", r.summary());
-                assert!(r.matches_expected(), "{}", r.text());
-            }
-        }
+        common::deep_tier_holds("nonblock");
     }
 }
 

@@ -8,11 +8,10 @@
 //! in the current code and with the worker's RCU attempt skipped, and no
 //! invariant of the model fires.
 
-use std::sync::{Arc, Mutex};
+mod common;
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use vfsmc::engine::{self, Body};
 use vfsmc_model::kernel::errptr::Errno;
 use vfsmc_model::namei::open::{O_CREAT, O_DIRECTORY, O_RDWR};
 use vfsmc_model::vfs::Node;
@@ -68,19 +67,9 @@ const CHANGES: &[Op] = &[
 ];
 
 fn model_results(variant: &'static str, ops: &[SeqOp]) -> Vec<Outcome> {
-    let out: Arc<Mutex<Vec<Outcome>>> = Arc::default();
-    let (o, ops) = (out.clone(), ops.to_vec());
-    let body: Body = Arc::new(move || {
-        *o.lock().unwrap() = run_single(variant, TREE, &ops);
-    });
-    let e = engine::sequential(body);
-    assert!(
-        e.record.violation.is_none(),
-        "{variant}: an invariant fired: {:?}",
-        e.record.violation
-    );
-    let r = out.lock().unwrap().clone();
-    r
+    let ops = ops.to_vec();
+    common::sequential(move || run_single(variant, TREE, &ops))
+        .unwrap_or_else(|v| panic!("{variant}: an invariant fired: {v}"))
 }
 
 /// Every variant's outcome for each request is one the reference allows.

@@ -5,11 +5,10 @@
 //! path_resolution(7)), in both the v6.11 and the current shape of the
 //! open path, and no invariant of the model fires.
 
-use std::sync::{Arc, Mutex};
+mod common;
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use vfsmc::engine::{self, Body};
 use vfsmc_model::kernel::errptr::Errno;
 use vfsmc_model::namei::open::{O_CREAT, O_EXCL, O_RDWR};
 use vfsmc_model::vfs::Node;
@@ -84,19 +83,9 @@ const CHANGES: &[Op] = &[
 ];
 
 fn model_results(variant: &'static str, ops: &[SeqOp]) -> Vec<OpenOutcome> {
-    let out: Arc<Mutex<Vec<OpenOutcome>>> = Arc::default();
-    let (o, ops) = (out.clone(), ops.to_vec());
-    let body: Body = Arc::new(move || {
-        *o.lock().unwrap() = run_single(variant, TREE, &ops);
-    });
-    let e = engine::sequential(body);
-    assert!(
-        e.record.violation.is_none(),
-        "{variant}: an invariant fired: {:?}",
-        e.record.violation
-    );
-    let r = out.lock().unwrap().clone();
-    r
+    let ops = ops.to_vec();
+    common::sequential(move || run_single(variant, TREE, &ops))
+        .unwrap_or_else(|v| panic!("{variant}: an invariant fired: {v}"))
 }
 
 /// The reference's outcomes for `ops`, and each variant's for the ones the
@@ -262,15 +251,8 @@ mod invariant_gaps {
 
     /// The model's outcomes, or the invariant that fired.
     fn model(variant: &'static str, ops: &[SeqOp]) -> Result<Vec<OpenOutcome>, String> {
-        let out: Arc<Mutex<Vec<OpenOutcome>>> = Arc::default();
-        let (o, ops) = (out.clone(), ops.to_vec());
-        let body: Body = Arc::new(move || {
-            *o.lock().unwrap() = run_single(variant, TREE, &ops);
-        });
-        match engine::sequential(body).record.violation {
-            Some(v) => Err(format!("{}: {}", v.invariant, v.message)),
-            None => Ok(out.lock().unwrap().clone()),
-        }
+        let ops = ops.to_vec();
+        common::sequential(move || run_single(variant, TREE, &ops))
     }
 
     fn check(ops: &[SeqOp], want: Vec<OpenOutcome>) {

@@ -162,6 +162,39 @@ impl<P> Scenario<P> {
 /// bytes.
 pub type ScenarioRow<P> = Scenario<fn(&[u8]) -> P>;
 
+/// A hand-written PR-tier scenario row.
+pub const fn scenario<P>(
+    name: &'static str,
+    about: &'static str,
+    goals: &'static [&'static str],
+    loom_bound: Option<usize>,
+    plan: fn(&[u8]) -> P,
+) -> ScenarioRow<P> {
+    Scenario {
+        name,
+        about,
+        goals,
+        loom_bound,
+        tier: Tier::Pr,
+        generated: false,
+        plan,
+    }
+}
+
+/// A hand-written deep-tier scenario row, searched by loom to `bound`.
+pub const fn deep<P>(
+    name: &'static str,
+    about: &'static str,
+    goals: &'static [&'static str],
+    bound: usize,
+    plan: fn(&[u8]) -> P,
+) -> ScenarioRow<P> {
+    Scenario {
+        tier: Tier::Deep,
+        ..scenario(name, about, goals, Some(bound), plan)
+    }
+}
+
 /// How an invariant is checked.
 pub enum Check<S: 'static> {
     /// After every step, on the state as it is.

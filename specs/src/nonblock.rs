@@ -41,7 +41,9 @@ use crate::fdtable::{
     full_fds_bits_of, lowest_free_of, no_lost_install_of, run_program, unique_fd_of, Op as FdOp,
 };
 use crate::unlazy::{act, refs_balanced, render_vfs, show_outcome, Op};
-use crate::{Check, Expected, Invariant, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
+use crate::{
+    deep, scenario, Check, Expected, Invariant, Scenario, ScenarioRow, Spec, Tier, Variant, Watch,
+};
 
 /// One IORING_OP_OPENAT2 the submitter submits.
 #[derive(Clone, Copy, Debug)]
@@ -232,37 +234,6 @@ fn seed(bytes: &[u8]) -> Plan {
         })
         .collect();
     plan(TREE, &requests, &[Op::Unlink("/tmp/b")], &[])
-}
-
-const fn scenario(
-    name: &'static str,
-    about: &'static str,
-    goals: &'static [&'static str],
-    loom_bound: Option<usize>,
-    plan: fn(&[u8]) -> Plan,
-) -> ScenarioRow<Plan> {
-    Scenario {
-        name,
-        about,
-        goals,
-        loom_bound,
-        tier: Tier::Pr,
-        generated: false,
-        plan,
-    }
-}
-
-const fn deep(
-    name: &'static str,
-    about: &'static str,
-    goals: &'static [&'static str],
-    bound: usize,
-    plan: fn(&[u8]) -> Plan,
-) -> ScenarioRow<Plan> {
-    Scenario {
-        tier: Tier::Deep,
-        ..scenario(name, about, goals, Some(bound), plan)
-    }
 }
 
 const SCENARIOS: &[ScenarioRow<Plan>] = &[

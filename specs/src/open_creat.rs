@@ -29,7 +29,9 @@ use vfsmc_model::vfs::namespace::outcomes;
 use vfsmc_model::vfs::{Node, Vfs};
 
 use crate::unlazy::{act, refs_balanced, render_vfs, show_outcome, Op};
-use crate::{Check, Expected, Invariant, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
+use crate::{
+    deep, scenario, Check, Expected, Invariant, Scenario, ScenarioRow, Spec, Tier, Variant, Watch,
+};
 
 /// One open(2) by an opener thread (the file is closed again after a
 /// successful open).
@@ -238,24 +240,6 @@ fn opencreate1_loop(bytes: &[u8]) -> Plan {
     }
 }
 
-const fn scenario(
-    name: &'static str,
-    about: &'static str,
-    goals: &'static [&'static str],
-    loom_bound: Option<usize>,
-    plan: fn(&[u8]) -> Plan,
-) -> ScenarioRow<Plan> {
-    Scenario {
-        name,
-        about,
-        goals,
-        loom_bound,
-        tier: Tier::Pr,
-        generated: false,
-        plan,
-    }
-}
-
 const SCENARIOS: &[ScenarioRow<Plan>] = &[
     scenario(
         "opencreate1",
@@ -407,19 +391,6 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         lookup_vs_lookup,
     ),
 ];
-
-const fn deep(
-    name: &'static str,
-    about: &'static str,
-    goals: &'static [&'static str],
-    bound: usize,
-    plan: fn(&[u8]) -> Plan,
-) -> ScenarioRow<Plan> {
-    Scenario {
-        tier: Tier::Deep,
-        ..scenario(name, about, goals, Some(bound), plan)
-    }
-}
 
 const fn base(base: Base) -> OpenFlavor {
     OpenFlavor {

@@ -114,3 +114,43 @@ pub fn variant_snapshots(model: &str) {
         });
     }
 }
+
+/// The deep tier of `model`: every holding variant on every Tier::Deep
+/// scenario it applies to, under loom; prints each summary and fails with
+/// the report of a verdict that differs from the registry.
+pub fn deep_tier_holds(model: &str) {
+    let m = self::model(model);
+    let holding = m
+        .variants()
+        .iter()
+        .filter(|v| v.expected == vfsmc_specs::Expected::Holds);
+    for v in holding {
+        let deep = m
+            .scenarios()
+            .iter()
+            .filter(|s| s.tier == vfsmc_specs::Tier::Deep && m.applies(v.name, s.name));
+        for s in deep {
+            let r = Check::new(m, v, s, EngineKind::Loom).run().unwrap();
+            println!("{}", r.summary());
+            assert!(r.matches_expected(), "{}", r.text());
+        }
+    }
+}
+
+/// Runs `f` once as an execution of the sequential engine: what it
+/// returned, or the invariant that fired (`name: message`).
+pub fn sequential<T>(f: impl Fn() -> T + Send + Sync + 'static) -> Result<T, String>
+where
+    T: Send + 'static,
+{
+    let out = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let o = out.clone();
+    let body: vfsmc::engine::Body = std::sync::Arc::new(move || {
+        *o.lock().unwrap() = Some(f());
+    });
+    if let Some(v) = vfsmc::engine::sequential(body).record.violation {
+        return Err(format!("{}: {}", v.invariant, v.message));
+    }
+    let r = out.lock().unwrap().take();
+    Ok(r.expect("the execution ran to its end"))
+}
