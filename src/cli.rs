@@ -1224,11 +1224,25 @@ fn diff(model: &str, a: &str, b: &str, scenario: Option<&str>) -> Out<i32> {
             "{:<22} {:<15} {:>12} {:>12}",
             "operation", "counter", va.name, vb.name
         );
-        for r in review::cost_rows(&ca, &cb) {
+        let rows = review::cost_rows(&ca, &cb);
+        let ops: std::collections::BTreeSet<&'static str> =
+            ca.keys().chain(cb.keys()).copied().collect();
+        for op in ops {
+            let calls = |c: &std::collections::BTreeMap<&'static str, _>| {
+                c.get(op).map_or(0, |x: &vfsmc_model::exec::OpCost| x.calls)
+            };
             println!(
-                "{:<22} {:<15} {:>12.2} {:>12.2}",
-                r.op, r.counter, r.base, r.patched
+                "{op:<22} {:<15} {:>12} {:>12}",
+                "calls (total)",
+                calls(&ca),
+                calls(&cb)
             );
+            for r in rows.iter().filter(|r| r.op == op) {
+                println!(
+                    "{:<22} {:<15} {:>12.2} {:>12.2}",
+                    r.op, r.counter, r.base, r.patched
+                );
+            }
         }
         println!();
     }

@@ -78,7 +78,7 @@ mod cost {
     fn cached_opens_complete_inline_without_sleeping() {
         let c = costs("current", "hot-open");
         assert!(
-            !c.contains_key("io_wq_worker"),
+            !c.contains_key("io_wq_submit_work"),
             "no request is punted: {c:?}"
         );
         let submit = &c["io_submit_sqe"];
@@ -98,7 +98,7 @@ mod cost {
         let submit = &c["io_submit_sqe"];
         assert_eq!(submit.get(Counter::SleepingLock), 0, "inline: {submit:?}");
         assert_eq!(submit.get(Counter::Legitimize), 0, "inline: {submit:?}");
-        let worker = c.get("io_wq_worker").expect("the request is punted");
+        let worker = c.get("io_wq_submit_work").expect("the request is punted");
         assert!(worker.get(Counter::SleepingLock) > 0, "worker: {worker:?}");
     }
 }

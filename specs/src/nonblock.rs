@@ -735,6 +735,9 @@ impl Spec for Nonblock {
     const WITNESSED_ELSEWHERE: &'static [&'static str] =
         &["no_lost_install", "snapshot_valid", "no_dead_ref"];
     const LIMITS: &'static [&'static str] = &[
+        "a holds is exhaustive only within each scenario's loom bound: 1 to 3 preemptions in \
+         the PR tier (creat-vs-hot at 1), 2 to 6 in the deep tier; PCT samples 10,000 \
+         schedules per check beyond them",
         "one submitter; io-wq workers are created when the list is empty and exit when they \
          find it empty (no idle timeout, no bounded/unbounded accounts); at most two workers \
          in a loom scenario (loom's five threads)",

@@ -315,26 +315,28 @@ impl<'a> Ring<'a> {
     }
 
     /// io_uring/io-wq.c:io_wq_worker's loop (reduced): take work from the
-    /// list under the wq lock and run it (`io_wq_submit_work`); with the
-    /// list empty, stop running and exit.
+    /// list and run it (`io_wq_submit_work`); with the list empty, exit.
     pub fn io_wq_worker(&self, t: &Task) {
-        let _f = t.enter("io_wq_worker");
-        loop {
-            let g = self.state.wq_lock.spin_lock(t);
-            let next = {
-                let mut wq = self.state.wq();
-                let next = wq.queue.pop_front();
-                if next.is_none() {
-                    wq.running = false;
-                }
-                next
-            };
-            g.unlock();
-            let Some(req) = next else {
-                return;
-            };
+        while let Some(req) = self.io_get_next_work(t) {
             self.io_wq_submit_work(t, req);
         }
+    }
+
+    /// io_uring/io-wq.c:io_get_next_work (reduced): the next queued request
+    /// under the wq lock; none left, the worker stops running.
+    fn io_get_next_work(&self, t: &Task) -> Option<usize> {
+        let _f = t.enter("io_get_next_work");
+        let g = self.state.wq_lock.spin_lock(t);
+        let next = {
+            let mut wq = self.state.wq();
+            let next = wq.queue.pop_front();
+            if next.is_none() {
+                wq.running = false;
+            }
+            next
+        };
+        g.unlock();
+        next
     }
 
     /// io_uring/io_uring.c:io_wq_submit_work: issue the request again,
