@@ -52,6 +52,30 @@ fn corpus_replays() {
     common::corpus("nonblock");
 }
 
+/// Each invariant the composition keeps on from one of its parts, without
+/// a breaking variant of its own, is broken by a variant of another
+/// registered model (where its shortest trace is recorded).
+#[test]
+fn invariants_witnessed_elsewhere_have_a_witness() {
+    use vfsmc_specs::{Expected, Spec};
+    for &name in vfsmc_specs::nonblock::Nonblock::WITNESSED_ELSEWHERE {
+        let breakers: Vec<String> = vfsmc_specs::models()
+            .into_iter()
+            .filter(|m| m.name() != "nonblock")
+            .flat_map(|m| {
+                m.variants()
+                    .iter()
+                    .filter(|v| v.expected == Expected::Violates(name))
+                    .map(move |v| format!("{}/{}", m.name(), v.name))
+            })
+            .collect();
+        assert!(
+            !breakers.is_empty(),
+            "no other model's variant breaks {name}"
+        );
+    }
+}
+
 mod cost {
     use super::*;
     use vfsmc::check;

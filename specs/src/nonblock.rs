@@ -418,7 +418,7 @@ const VARIANTS: &[Variant<Code>] = &[
         kernel: "fs/namei.c:try_to_unlazy in 7c179096e77e before 46af9ae1305f (v6.19-rc1 to \
                  rc5; Chris Mason's report of 12 Dec 2025)",
         about: "[real] with depth 0 the LOOKUP_CACHED test inside legitimize_links is skipped: \
-                the miss legitimizes, and lookup_slow sleeps on i_rwsem",
+                the miss legitimizes, and the locked lookup sleeps on i_rwsem",
         code: walk_bug(Bug::DepthPredictSkipsCachedTest),
     },
     Variant {
