@@ -48,7 +48,10 @@ fn io_openat_force_async(ring: &Ring<'_>, flags: u32) -> bool {
 /// io_uring/openclose.c:io_openat2_prep → __io_openat_prep: copy the
 /// pathname into a delayed filename (REQ_F_NEED_CLEANUP from here on),
 /// snapshot RLIMIT_NOFILE, and force async what cannot succeed inline.
-pub(super) fn io_openat2_prep(ring: &Ring<'_>, t: &Task, req: usize) -> Result<(), Errno> {
+/// Its failures (a bad `open_how` size, `buf_index` or fixed-file flag,
+/// getname's -EFAULT/-ENAMETOOLONG, O_CLOEXEC with a fixed slot) are not
+/// modelled: every SQE here is well formed.
+pub(super) fn io_openat2_prep(ring: &Ring<'_>, t: &Task, req: usize) {
     let _f = t.enter("io_openat2_prep");
     delayed_getname(ring, t, req);
     let nofile = ring.files.rlimit_nofile(t);
@@ -59,7 +62,6 @@ pub(super) fn io_openat2_prep(ring: &Ring<'_>, t: &Task, req: usize) -> Result<(
     if io_openat_force_async(ring, r.sqe.how.flags) {
         r.flags |= REQ_F_FORCE_ASYNC;
     }
-    Ok(())
 }
 
 /// io_uring/openclose.c:io_openat2: build the open flags; issued inline,
