@@ -3,7 +3,8 @@
 //! __io_openat_prep / io_openat2_prep, io_openat2, io_open_cleanup; and the
 //! `struct filename` lifetime it relies on (fs/namei.c delayed_getname,
 //! complete_getname, putname_to_delayed, dismiss_delayed_filename, putname,
-//! as the 7.3-era copy id 59862456327 has them).
+//! as a fs/namei.c copy of unidentified version has them: read_file id
+//! 59862456327, newer than pull-filename since `refcnt` is a plain int).
 //!
 //! The filename is owned by the request's delayed slot from prep to issue;
 //! `CLASS(filename_complete_delayed)` moves it into the issue function,

@@ -110,7 +110,8 @@ pub enum Bug {
     /// so a cached walk without symlinks legitimizes and goes on in ref mode.
     DepthPredictSkipsCachedTest,
     /// Before "Make sure nd->path.mnt and nd->path.dentry are always valid
-    /// pointers" (Viro, v5.12): `terminate_walk` leaves `nd->path` as it
+    /// pointers" (Viro, v5.12; reconstructed from its message, the hunk was
+    /// not read): `terminate_walk` leaves `nd->path` as it
     /// was and `path_init` clears it only past its LOOKUP_CACHED guard, so a
     /// second attempt failing at the guard hands `terminate_walk` the first
     /// attempt's unreferenced pointers.

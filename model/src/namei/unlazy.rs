@@ -148,7 +148,8 @@ impl Walk<'_> {
     }
 
     /// The LOOKUP_CACHED exit at the top of `try_to_unlazy*` (46af9ae1305f
-    /// in v6.19-rc5, the 7.3 shape): drop the link bodies, `depth` := 0
+    /// in v6.19-rc5, read in Guzik's v2 mail of 17 Dec 2025; the same place
+    /// in the vfs-7.3-rc1.misc copy): drop the link bodies, `depth` := 0
     /// (inside `drop_links` since that fix), NULL the path, fail. `true`
     /// when the unlazy must fail here (`next`: for `try_to_unlazy_next`).
     /// The variants put the test where their kernels had it.

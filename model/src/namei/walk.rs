@@ -574,9 +574,11 @@ impl<'a> Walk<'a> {
 
     /// The link's body (`inode->i_link`, or for a procfs `self` link what
     /// fs/proc/thread_self.c:proc_thread_self_get_link computes from
-    /// `current`: the name of its identity's directory; read in the Feb 2021
-    /// revert mail of 0d4370cfe36b, which keeps that body and drops the
-    /// PF_IO_WORKER refusal).
+    /// `current`'s pids). Only the start of that function was read, in the
+    /// Feb 2021 revert mail of 0d4370cfe36b (it takes `current`'s tgid and
+    /// pid; the rest of its body was not read); the kernel's body is
+    /// `<tgid>/task/<pid>`, the model's the one directory of the task's
+    /// identity.
     /// Whether the body was allocated for this walk (its release armed).
     fn get_link(&self, inode: crate::vfs::InodeRef) -> (Vec<u64>, bool) {
         let ident = crate::vfs::ident_name(self.t.ident());
