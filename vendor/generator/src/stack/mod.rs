@@ -493,6 +493,9 @@ impl SysStack {
 
         if let Some(size) = size.checked_add(add) {
             if size <= max_stack_size {
+                if let Some(stack) = cache::take(size) {
+                    return Ok(stack);
+                }
                 let stack = unsafe { sys::allocate_stack(size) }.map_err(StackError::IoError)?;
 
                 match unsafe { sys::protect_stack(&stack) } {
@@ -510,6 +513,67 @@ impl SysStack {
         Err(StackError::ExceedsMaximumSize(
             max_stack_size.saturating_sub(add),
         ))
+    }
+}
+
+/// Stacks kept for reuse on the OS thread that dropped them (vfsmc patch:
+/// VFSMC-PATCHES.md). A model checker creates a generator per model thread
+/// per execution; mapping and unmapping its stack each time costs a page
+/// fault per touched page, and `munmap` in a process with threads running
+/// on other CPUs costs a TLB-shootdown IPI to each of them, which made two
+/// searches on two cores slower than one. A cached stack keeps its mapping
+/// and its guard page; its contents are stale, as any reused stack memory.
+mod cache {
+    use super::SysStack;
+    use std::cell::RefCell;
+
+    /// Mappings kept per OS thread: loom runs at most a handful of model
+    /// threads per execution.
+    const KEEP: usize = 16;
+
+    struct Cache(Vec<(usize, SysStack)>);
+
+    impl Drop for Cache {
+        fn drop(&mut self) {
+            for (size, stack) in self.0.drain(..) {
+                let guard = stack
+                    .bottom()
+                    .cast::<u8>()
+                    .wrapping_sub(super::sys::page_size())
+                    .cast::<std::os::raw::c_void>();
+                unsafe { super::sys::deallocate_stack(guard, size) };
+            }
+        }
+    }
+
+    thread_local! {
+        static FREE: RefCell<Cache> = const { RefCell::new(Cache(Vec::new())) };
+    }
+
+    /// A kept stack whose mapping (guard page included) is `size` bytes.
+    pub(super) fn take(size: usize) -> Option<SysStack> {
+        FREE.try_with(|f| {
+            let mut f = f.borrow_mut();
+            let i = f.0.iter().position(|(s, _)| *s == size)?;
+            Some(f.0.swap_remove(i).1)
+        })
+        .ok()
+        .flatten()
+    }
+
+    /// Keeps `stack` (mapping of `size` bytes with its guard) for reuse;
+    /// false when the cache is full or the thread is exiting, and the
+    /// caller unmaps it.
+    pub(super) fn keep(size: usize, stack: SysStack) -> bool {
+        FREE.try_with(|f| {
+            let mut f = f.borrow_mut();
+            if f.0.len() >= KEEP {
+                return false;
+            }
+            f.0.push((size, stack));
+            true
+        })
+        .unwrap_or(false)
     }
 }
 
@@ -558,6 +622,11 @@ impl Drop for StackMem {
             .wrapping_sub(page_size)
             .cast::<c_void>();
         let size_with_guard = self.buf.len() + page_size;
+        // SAFETY: the same mapping, handed over: nothing else refers to it.
+        let mapping = unsafe { SysStack::new(self.buf.top, self.buf.bottom) };
+        if cache::keep(size_with_guard, mapping) {
+            return;
+        }
         unsafe {
             sys::deallocate_stack(guard, size_with_guard);
         }
