@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{json, Value};
 use vfsmc_model::driver::{OpCost, Record};
@@ -25,6 +26,9 @@ pub enum Verdict {
     /// An exhaustive search held but never reached a declared goal: the
     /// scenario does not exercise its race, so "holds" would be vacuous.
     Unreached,
+    /// The search itself panicked (outside any execution the engine could
+    /// judge): the check has no verdict, and every other check still runs.
+    Crashed,
 }
 
 impl fmt::Display for Verdict {
@@ -33,6 +37,7 @@ impl fmt::Display for Verdict {
             Verdict::Holds => "holds",
             Verdict::Violates => "violates",
             Verdict::Unreached => "unreached",
+            Verdict::Crashed => "crashed",
         })
     }
 }
@@ -99,6 +104,8 @@ pub struct Report {
     pub target: Option<(f64, u64)>,
     /// The seeds whose searches this report combines (1: one search).
     pub seeds: u64,
+    /// What stopped a crashed search (its panic's message).
+    pub error: Option<String>,
 }
 
 /// What a PCT search says about the bugs it did not find: the guarantee of
@@ -340,7 +347,22 @@ impl Check {
             seconds: 0.0,
             target: None,
             seeds: 1,
+            error: None,
         }
+    }
+
+    /// Runs the check on this thread; a panic of the search is this check's
+    /// `crashed` verdict, not the caller's panic.
+    pub fn run_guarded(&self) -> Result<Report, ScheduleError> {
+        let start = std::time::Instant::now();
+        crate::pool::guarded(|| self.run()).unwrap_or_else(|msg| {
+            let mut r = self.report(Exploration::default());
+            r.verdict = Verdict::Crashed;
+            r.unreached.clear();
+            r.error = Some(msg);
+            r.seconds = start.elapsed().as_secs_f64();
+            Ok(r)
+        })
     }
 }
 
@@ -434,6 +456,9 @@ impl Report {
         let what = match (&self.verdict, &self.invariant) {
             (Verdict::Violates, Some(inv)) => format!("violates {inv}"),
             (Verdict::Unreached, _) => format!("unreached goal(s): {}", self.unreached.join(", ")),
+            (Verdict::Crashed, _) => {
+                format!("crashed: {}", self.error.as_deref().unwrap_or("no message"))
+            }
             (v, _) => v.to_string(),
         };
         format!(
@@ -531,6 +556,7 @@ impl Report {
             "confidence": self.confidence().map(|c| c.json()),
             "confidence_target": self.target.map(|(level, runs)| json!({ "level": level, "runs": runs })),
             "seeds": self.seeds,
+            "error": self.error,
         })
     }
 
@@ -591,6 +617,12 @@ pub const WITNESS_MAX_PREEMPTIONS: usize = 8;
 pub fn invariant_witnesses(
     model: &'static dyn Model,
 ) -> Result<Vec<(&'static str, Report)>, String> {
+    let breaking: Vec<&'static Variant> = model
+        .variants()
+        .iter()
+        .filter(|v| matches!(v.expected, Expected::Violates(_)))
+        .collect();
+    prefetch_witnesses(model, &breaking);
     let mut out = Vec::new();
     for inv in model.invariants() {
         let breakers: Vec<&'static Variant> = model
@@ -635,18 +667,27 @@ pub struct VerdictTable {
     pub disagreements: Vec<String>,
 }
 
-/// Runs `checks`, printing each summary, and compares every verdict with the
-/// registry. A check whose engine cannot judge its variant
+/// Runs `checks` on the workers `VFSMC_JOBS` asks for (default: every
+/// core), printing each summary in order, and compares every verdict with
+/// the registry. A check whose engine cannot judge its variant
 /// ([`Check::engine_limit`]) is run and printed with the reason, not judged.
+///
+/// # Panics
+/// On a `VFSMC_JOBS` that is not a positive number.
 pub fn verdict_table(checks: impl IntoIterator<Item = Check>) -> VerdictTable {
+    let checks: Vec<Check> = checks.into_iter().collect();
+    let jobs = crate::pool::jobs(None).unwrap_or_else(|e| panic!("{e}"));
     let mut table = VerdictTable {
         reports: Vec::new(),
         disagreements: Vec::new(),
     };
-    for c in checks {
-        let r = c
-            .run()
-            .expect("a registry check searches, it does not replay");
+    let run = |i: usize| {
+        checks[i]
+            .run_guarded()
+            .expect("a registry check searches, it does not replay")
+    };
+    crate::pool::ordered(jobs, checks.len(), run, |i, r| {
+        let c = &checks[i];
         println!("{}  [expected {}]", r.summary(), r.expected);
         match c.engine_limit() {
             Some(why) => println!("  (not judged by {}: {why})", c.engine),
@@ -654,7 +695,8 @@ pub fn verdict_table(checks: impl IntoIterator<Item = Check>) -> VerdictTable {
             None => {}
         }
         table.reports.push(r);
-    }
+        true
+    });
     table
 }
 
@@ -662,7 +704,36 @@ pub fn verdict_table(checks: impl IntoIterator<Item = Check>) -> VerdictTable {
 /// preemptions (bounds 0, 1, … up to [`WITNESS_MAX_PREEMPTIONS`]). An error
 /// names a missing scenario, or gives the report when the verdict differs
 /// from the registry or has no trace.
+///
+/// A witness is searched once per process: the invariant snapshots and the
+/// variant snapshots of a model ask for the same ones, and a search with the
+/// same inputs reports the same (the engines are deterministic).
 pub fn variant_witness(model: &'static dyn Model, v: &'static Variant) -> Result<Report, String> {
+    type Memo = std::collections::HashMap<(&'static str, &'static str), Arc<OnceLock<Witness>>>;
+    type Witness = Result<Report, String>;
+    static MEMO: Mutex<Option<Memo>> = Mutex::new(None);
+    let slot = {
+        let mut memo = MEMO.lock().unwrap_or_else(|p| p.into_inner());
+        let memo = memo.get_or_insert_with(Default::default);
+        memo.entry((model.name(), v.name)).or_default().clone()
+    };
+    slot.get_or_init(|| search_witness(model, v)).clone()
+}
+
+/// Searches the witnesses of `variants` on the workers `VFSMC_JOBS` asks
+/// for, so that [`variant_witness`] then finds each one searched.
+///
+/// # Panics
+/// On a `VFSMC_JOBS` that is not a positive number.
+pub fn prefetch_witnesses(model: &'static dyn Model, variants: &[&'static Variant]) {
+    let jobs = crate::pool::jobs(None).unwrap_or_else(|e| panic!("{e}"));
+    let search = |i: usize| {
+        let _ = variant_witness(model, variants[i]);
+    };
+    crate::pool::ordered(jobs, variants.len(), search, |_, ()| true);
+}
+
+fn search_witness(model: &'static dyn Model, v: &'static Variant) -> Result<Report, String> {
     let s = model
         .scenario(v.witness)
         .ok_or_else(|| format!("{}: witness '{}' is not a scenario", v.name, v.witness))?;

@@ -155,6 +155,10 @@ struct BudgetArgs {
     /// terminals).
     #[arg(long, short)]
     quiet: bool,
+    /// Searches run at once, each on its own core; the output is the same
+    /// for any number [env: VFSMC_JOBS; default: the available cores].
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<usize>,
 }
 
 #[derive(clap::Args)]
@@ -246,6 +250,14 @@ struct BenchArgs {
     /// One-second samples per --native row.
     #[arg(long, default_value_t = 5, requires = "native")]
     seconds: u32,
+    /// Measure the pool instead: the PR-tier loom checks of the holding
+    /// variants on one worker, then on --jobs, and the speed-up.
+    #[arg(long)]
+    scaling: bool,
+    /// Measurements run at once [env: VFSMC_JOBS; default: the available
+    /// cores]; with more than one, each row's time includes the others'.
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<usize>,
     #[arg(long, value_enum, default_value_t = TableFormat::Text)]
     format: TableFormat,
 }
@@ -594,16 +606,12 @@ fn run_check(a: CheckArgs) -> Out<i32> {
     };
     let items = shard::items(&checks, a.seeds);
     run.total = items.len();
-    for group in items.chunk_by(|x, y| x.check == y.check) {
-        let mine: Vec<Item> = group
-            .iter()
-            .filter(|it| shard.takes(it.number))
-            .copied()
-            .collect();
-        if let Some(first) = mine.first() {
-            run.check(&checks[first.check], &mine)?;
-        }
-    }
+    let mine: Vec<Item> = items
+        .into_iter()
+        .filter(|it| shard.takes(it.number))
+        .collect();
+    let jobs = crate::pool::jobs(a.budget.jobs).map_err(BadInput)?;
+    run.items(&checks, &mine, jobs)?;
     run.finish(start.elapsed())
 }
 
@@ -622,51 +630,100 @@ struct CheckRun<'a> {
     diagram: Option<Diagram>,
 }
 
+/// What one item's search gave: nothing where the engine cannot judge the
+/// variant (registry mode), else its report or why its replay did not start.
+type ItemResult = Option<Result<Report, crate::engine::ScheduleError>>;
+
 impl CheckRun<'_> {
-    /// Runs this shard's `items` of check `c`, prints each item (JSON) or
-    /// the check's combined report, and counts it.
-    fn check(&mut self, c: &Check, items: &[Item]) -> Out<()> {
-        let format = self.args.format;
-        if let Some(why) = c.engine_limit() {
-            if self.registry {
-                self.tally.not_judged += 1;
-                if format != Format::Json {
-                    println!("{}", not_judged_line(c, why));
-                    return Ok(());
-                }
-                for it in items {
-                    let line = shard::not_judged_json(c, it.seed, why);
-                    println!("{}", self.item_line(line, it));
-                }
-                return Ok(());
+    /// Runs this shard's `items` of `checks` on `jobs` workers and takes
+    /// their results in item order: each item's JSON line, and each check's
+    /// combined report once its last item is in. The first replay that
+    /// cannot start ends the run (bad input).
+    fn items(&mut self, checks: &[Check], items: &[Item], jobs: usize) -> Out<()> {
+        let registry = self.registry;
+        let _meter = (jobs > 1).then(|| Meter::items("vfsmc check", items.len()));
+        let search = |k: usize| -> ItemResult {
+            let it = items[k];
+            let c = &checks[it.check];
+            if registry && c.engine_limit().is_some() {
+                return None;
             }
+            let mut one = c.clone();
+            one.budget.seed = it.seed;
+            let meter = (jobs == 1).then(|| Meter::start(label(c)));
+            let r = one.run_guarded();
+            drop(meter);
+            crate::progress::item_done();
+            Some(r)
+        };
+        let mut reports = Vec::new();
+        let mut error = None;
+        crate::pool::ordered(jobs, items.len(), search, |k, result| {
+            let it = items[k];
+            let c = &checks[it.check];
+            let first = k == 0 || items[k - 1].check != it.check;
+            let last = items.get(k + 1).is_none_or(|n| n.check != it.check);
+            if first {
+                self.begin(c);
+            }
+            match result {
+                None => self.not_judged(c, &it),
+                Some(Err(e)) => {
+                    error = Some(bad(e));
+                    return false;
+                }
+                Some(Ok(r)) => {
+                    if self.args.format == Format::Json {
+                        println!("{}", self.item_line(r.json(), &it));
+                    }
+                    reports.push(r);
+                }
+            }
+            if last && !reports.is_empty() {
+                if let Err(e) = self.end(c, shard::combine(std::mem::take(&mut reports))) {
+                    error = Some(e);
+                    return false;
+                }
+            }
+            true
+        });
+        error.map_or(Ok(()), Err)
+    }
+
+    /// A check's first item is in: in registry mode a check its engine
+    /// cannot judge is counted (and its line printed); otherwise a note says
+    /// its verdict is not the registry's.
+    fn begin(&mut self, c: &Check) {
+        let Some(why) = c.engine_limit() else {
+            return;
+        };
+        if !self.registry {
             eprintln!(
                 "note: {} cannot give this variant its registry verdict: {why}",
                 c.engine
             );
+            return;
         }
-        let mut reports = Vec::new();
-        for it in items {
-            let mut one = c.clone();
-            one.budget.seed = it.seed;
-            let label = format!(
-                "{}/{} [{}] {}",
-                c.model.name(),
-                c.variant.name,
-                c.scenario.name,
-                c.engine
-            );
-            let meter = Meter::start(label);
-            let r = one.run().map_err(bad)?;
-            drop(meter);
-            if format == Format::Json {
-                println!("{}", self.item_line(r.json(), it));
-            }
-            reports.push(r);
+        self.tally.not_judged += 1;
+        if self.args.format != Format::Json {
+            println!("{}", not_judged_line(c, why));
         }
-        let r = shard::combine(reports);
+    }
+
+    /// The JSON line of an item its engine cannot judge.
+    fn not_judged(&self, c: &Check, it: &Item) {
+        if self.args.format == Format::Json {
+            let why = c.engine_limit().unwrap_or_default();
+            let line = shard::not_judged_json(c, it.seed, why);
+            println!("{}", self.item_line(line, it));
+        }
+    }
+
+    /// A check's items are all in: its combined report `r`, printed and
+    /// counted, and saved to the corpus when asked.
+    fn end(&mut self, c: &Check, r: Report) -> Out<()> {
         self.count(&r);
-        match format {
+        match self.args.format {
             Format::Text => print_report(&r, self.registry),
             Format::Json => {}
             Format::Svg | Format::Mermaid => {
@@ -717,6 +774,17 @@ impl CheckRun<'_> {
         }
         Ok(i32::from(self.tally.differ > 0))
     }
+}
+
+/// `model/variant [scenario] engine`: the progress line's label of a check.
+fn label(c: &Check) -> String {
+    format!(
+        "{}/{} [{}] {}",
+        c.model.name(),
+        c.variant.name,
+        c.scenario.name,
+        c.engine
+    )
 }
 
 /// `model/variant [scenario] engine`: a diagram's title.
@@ -915,6 +983,7 @@ fn run_review(a: ReviewArgs) -> Out<i32> {
         engines: engines_of(&a.engine, &a.budget, None)?,
         confidence: target_of(&a.budget, &budget, 1)?,
         budget,
+        jobs: crate::pool::jobs(a.budget.jobs).map_err(BadInput)?,
     };
     let rv = review::review(&req);
     match a.format {
@@ -965,20 +1034,95 @@ fn bench(a: BenchArgs) -> Out<i32> {
     if let Some(s) = &a.native {
         return bench_native(&models, s, &a);
     }
+    let jobs = crate::pool::jobs(a.jobs).map_err(BadInput)?;
+    if a.scaling {
+        return bench_scaling(&models, &a, &budget, jobs);
+    }
     println!("vfsmc bench: wall-clock numbers on this machine; they vary between runs");
+    if jobs > 1 {
+        println!("({jobs} measurements at once, one per core: --jobs 1 times them alone)");
+    }
+    let mut rows = Vec::new();
     for m in models {
         let variants: Vec<&'static Variant> = match &a.variant {
             Some(v) => vec![find_variant(m, v)?],
             None => m.variants().iter().collect(),
         };
         for v in variants {
-            for s in m.scenarios_for(v, Tier::Pr) {
-                match v.expected {
-                    Expected::Violates(_) => bench_first_failure(m, v, s, &a, &budget),
-                    Expected::Holds => bench_throughput(m, v, s, &a, &budget),
-                }
-            }
+            rows.extend(m.scenarios_for(v, Tier::Pr).into_iter().map(|s| (m, v, s)));
         }
+    }
+    let measure = |i: usize| {
+        let (m, v, s) = rows[i];
+        match v.expected {
+            Expected::Violates(_) => bench_first_failure(m, v, s, &a, &budget),
+            Expected::Holds => bench_throughput(m, v, s, &a, &budget),
+        }
+    };
+    crate::pool::ordered(jobs, rows.len(), measure, |_, text| {
+        print!("{text}");
+        true
+    });
+    Ok(0)
+}
+
+/// `vfsmc bench --scaling`: the registry's PR-tier loom checks of holding
+/// variants (every model, or MODEL) run once on one worker and once on
+/// `jobs`: items, executions, wall seconds and the speed-up. Both runs
+/// must explore the same executions (exit 1 if not).
+fn bench_scaling(
+    models: &[&'static dyn Model],
+    a: &BenchArgs,
+    budget: &Budget,
+    jobs: usize,
+) -> Out<i32> {
+    let checks: Vec<Check> = models
+        .iter()
+        .flat_map(|&m| check::registry_checks(m, EngineKind::Loom))
+        .filter(|c| c.variant.expected == Expected::Holds)
+        .filter(|c| a.variant.as_deref().is_none_or(|v| v == c.variant.name))
+        .map(|c| c.with_budget(budget))
+        .collect();
+    let run = |workers: usize| {
+        let start = Instant::now();
+        let mut executions = 0;
+        let search = |i: usize| checks[i].run_guarded().map_or(0, |r| r.executions);
+        crate::pool::ordered(workers, checks.len(), search, |_, n| {
+            executions += n;
+            true
+        });
+        (executions, start.elapsed().as_secs_f64())
+    };
+    let (one, many) = (run(1), run(jobs));
+    let speedup = one.1 / many.1.max(1e-9);
+    match a.format {
+        TableFormat::Json => println!(
+            "{}",
+            serde_json::json!({
+                "record": "scaling",
+                "items": checks.len(),
+                "jobs": [1, jobs],
+                "executions": [one.0, many.0],
+                "seconds": [one.1, many.1],
+                "speedup": speedup,
+                "cores": std::thread::available_parallelism().map_or(1, usize::from),
+            })
+        ),
+        TableFormat::Text => println!(
+            "vfsmc bench --scaling: {} loom checks of holding variants, {} executions: \
+             {:.1}s on 1 worker, {:.1}s on {jobs} ({speedup:.2}x)",
+            checks.len(),
+            one.0,
+            one.1,
+            many.1
+        ),
+    }
+    if one.0 != many.0 {
+        eprintln!(
+            "the runs explored different executions ({} and {}): the workers share state",
+            one.0, many.0
+        );
+        return Ok(1);
     }
     Ok(0)
 }
@@ -991,17 +1135,19 @@ fn timed(c: &Check) -> (Report, f64) {
     (r, start.elapsed().as_secs_f64())
 }
 
+/// The rows of a violating variant on `s`: loom's executions to its first
+/// failure, and random's and PCT's runs to it over the seeds.
 fn bench_first_failure(
     m: &'static dyn Model,
     v: &'static Variant,
     s: &'static Scenario,
     a: &BenchArgs,
     budget: &Budget,
-) {
+) -> String {
     let mut c = Check::new(m, v, s, EngineKind::Loom).with_budget(budget);
     let (r, secs) = timed(&c);
-    println!(
-        "{}/{} [{}] loom: {} after {} executions at preemption bound {}, {:.3}s",
+    let mut out = format!(
+        "{}/{} [{}] loom: {} after {} executions at preemption bound {}, {:.3}s\n",
         m.name(),
         v.name,
         s.name,
@@ -1041,23 +1187,32 @@ fn bench_first_failure(
                 a.seeds
             )
         };
-        println!("{}/{} [{}] {engine}: {what}", m.name(), v.name, s.name);
+        out.push_str(&format!(
+            "{}/{} [{}] {engine}: {what}\n",
+            m.name(),
+            v.name,
+            s.name
+        ));
     }
+    out
 }
 
+/// The rows of a holding variant on `s`: executions per second on every
+/// engine.
 fn bench_throughput(
     m: &'static dyn Model,
     v: &'static Variant,
     s: &'static Scenario,
     a: &BenchArgs,
     budget: &Budget,
-) {
+) -> String {
+    let mut out = String::new();
     for engine in EngineKind::ALL {
         let mut c = Check::new(m, v, s, engine).with_budget(budget);
         c.budget.iterations = budget.iterations.min(a.throughput_iterations);
         let (r, secs) = timed(&c);
-        println!(
-            "{}/{} [{}] {engine}: {} executions in {:.3}s = {:.0}/s ({}, exhaustive: {})",
+        out.push_str(&format!(
+            "{}/{} [{}] {engine}: {} executions in {:.3}s = {:.0}/s ({}, exhaustive: {})\n",
             m.name(),
             v.name,
             s.name,
@@ -1066,8 +1221,9 @@ fn bench_throughput(
             r.executions as f64 / secs.max(1e-9),
             r.verdict,
             r.exhaustive
-        );
+        ));
     }
+    out
 }
 
 /// `vfsmc bench MODEL --native SCENARIO --input HEX…`: a generated scenario

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod corpus;
 pub mod diagram;
 pub mod engine;
+pub mod pool;
 pub mod progress;
 pub mod quiet;
 pub mod render;

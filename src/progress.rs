@@ -24,6 +24,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static EXECUTIONS: AtomicUsize = AtomicUsize::new(0);
 static PHASE: Mutex<Phase> = Mutex::new(Phase::Starting);
+static ITEMS_DONE: AtomicUsize = AtomicUsize::new(0);
 
 /// What a search is doing, as the line shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +54,11 @@ pub fn execution() {
 /// The executions counted so far.
 pub fn executions() -> usize {
     EXECUTIONS.load(Ordering::Relaxed)
+}
+
+/// Counts one item of a run on several workers as finished.
+pub fn item_done() {
+    ITEMS_DONE.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Names what the search does from now on.
@@ -123,29 +129,49 @@ fn stderr_term() -> Option<console::Term> {
 impl Meter {
     /// Starts the line of check `label`, if the line is enabled.
     pub fn start(label: String) -> Option<Meter> {
+        phase(Phase::Starting);
+        let base = executions();
+        Meter::draw(move |elapsed| {
+            let p = *PHASE.lock().unwrap_or_else(|e| e.into_inner());
+            let p = match p {
+                Phase::Runs { engine, of, from } => Phase::Runs {
+                    engine,
+                    of,
+                    from: from.saturating_sub(base),
+                },
+                other => other,
+            };
+            line(&label, p, executions() - base, elapsed)
+        })
+    }
+
+    /// Starts the line of a run of `total` items on several workers: items
+    /// finished and executions of all of them (each search's phase would
+    /// be one worker's only).
+    pub fn items(label: &str, total: usize) -> Option<Meter> {
+        let (base, done) = (executions(), ITEMS_DONE.load(Ordering::Relaxed));
+        let label = label.to_string();
+        Meter::draw(move |elapsed| {
+            let finished = ITEMS_DONE.load(Ordering::Relaxed) - done;
+            let what = format!("{label}: {finished} of {total} items");
+            line(&what, Phase::Starting, executions() - base, elapsed)
+        })
+    }
+
+    /// Redraws `text(elapsed)` five times a second until dropped.
+    fn draw(text: impl Fn(Duration) -> String + Send + 'static) -> Option<Meter> {
         if !ENABLED.load(Ordering::Relaxed) {
             return None;
         }
         let term = stderr_term()?;
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::term(term, 4));
         bar.set_style(ProgressStyle::with_template("{spinner} {msg}").ok()?);
-        phase(Phase::Starting);
         let stop = Arc::new(AtomicBool::new(false));
         let (b, s) = (bar.clone(), stop.clone());
         let start = Instant::now();
-        let base = executions();
         let ticker = std::thread::spawn(move || {
             while !s.load(Ordering::Relaxed) {
-                let p = *PHASE.lock().unwrap_or_else(|e| e.into_inner());
-                let p = match p {
-                    Phase::Runs { engine, of, from } => Phase::Runs {
-                        engine,
-                        of,
-                        from: from.saturating_sub(base),
-                    },
-                    other => other,
-                };
-                b.set_message(line(&label, p, executions() - base, start.elapsed()));
+                b.set_message(text(start.elapsed()));
                 b.tick();
                 std::thread::sleep(Duration::from_millis(200));
             }

@@ -9,7 +9,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Once;
+use std::sync::{Mutex, Once};
 
 /// Whether searches also mute file descriptor 2 (the CLI asks for it).
 static MUTE_STDERR: AtomicBool = AtomicBool::new(false);
@@ -22,32 +22,57 @@ pub fn mute_engine_stderr() {
     MUTE_STDERR.store(true, Ordering::Relaxed);
 }
 
-/// Points fd 2 at /dev/null until dropped.
-struct MutedStderr(Option<i32>);
+/// Points fd 2 at /dev/null until the last of them is dropped. Descriptor 2
+/// is the process's, and searches run on several threads at once
+/// (`crate::pool`): the first search to start mutes it and the last to end
+/// restores it, so no search restores what another one saved.
+struct MutedStderr(bool);
+
+/// Searches muting fd 2 now, and the descriptor the first one saved.
+static MUTED: Mutex<(usize, Option<i32>)> = Mutex::new((0, None));
 
 impl MutedStderr {
     fn new() -> MutedStderr {
         if !MUTE_STDERR.load(Ordering::Relaxed) {
-            return MutedStderr(None);
+            return MutedStderr(false);
         }
-        // SAFETY: plain descriptor calls; fd 2 is restored in `drop`.
-        unsafe {
-            let saved = libc::dup(2);
-            let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
-            if saved < 0 || null < 0 {
-                return MutedStderr(None);
-            }
-            libc::dup2(null, 2);
-            libc::close(null);
-            MutedStderr(Some(saved))
+        let mut muted = MUTED.lock().unwrap_or_else(|p| p.into_inner());
+        if muted.0 == 0 {
+            muted.1 = point_stderr_at_null();
         }
+        muted.0 += 1;
+        MutedStderr(true)
+    }
+}
+
+/// Duplicates fd 2 and points it at /dev/null; the duplicate, if both
+/// descriptors could be had.
+fn point_stderr_at_null() -> Option<i32> {
+    // SAFETY: plain descriptor calls; fd 2 is restored by the last drop.
+    unsafe {
+        let saved = libc::dup(2);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+        if saved < 0 || null < 0 {
+            return None;
+        }
+        libc::dup2(null, 2);
+        libc::close(null);
+        Some(saved)
     }
 }
 
 impl Drop for MutedStderr {
     fn drop(&mut self) {
-        if let Some(saved) = self.0 {
-            // SAFETY: `saved` is the descriptor duplicated in `new`.
+        if !self.0 {
+            return;
+        }
+        let mut muted = MUTED.lock().unwrap_or_else(|p| p.into_inner());
+        muted.0 -= 1;
+        if muted.0 > 0 {
+            return;
+        }
+        if let Some(saved) = muted.1.take() {
+            // SAFETY: `saved` is the descriptor duplicated by the first search.
             unsafe {
                 libc::dup2(saved, 2);
                 libc::close(saved);

@@ -36,6 +36,8 @@ pub struct Request {
     pub engines: Vec<EngineKind>,
     pub budget: Budget,
     pub confidence: Option<check::Target>,
+    /// Searches run at once (`crate::pool`); the review is the same for any.
+    pub jobs: usize,
 }
 
 /// How one (scenario, engine) pair changed.
@@ -227,10 +229,32 @@ const OUTCOMES: [(Need, &str); 6] = [
     ),
 ];
 
-fn run(c: &Check, label: &str) -> Report {
-    let _line = crate::progress::Meter::start(label.to_string());
-    c.run()
-        .expect("a review searches, it does not replay a schedule")
+/// Runs `checks` on the request's workers; their reports in order.
+fn run_all(req: &Request, checks: &[Check]) -> Vec<Report> {
+    let _line = (req.jobs > 1).then(|| crate::progress::Meter::items("vfsmc review", checks.len()));
+    let mut out = Vec::with_capacity(checks.len());
+    let search = |i: usize| {
+        let c = &checks[i];
+        let label = format!(
+            "{}/{} [{}] {}",
+            c.model.name(),
+            c.variant.name,
+            c.scenario.name,
+            c.engine
+        );
+        let line = (req.jobs == 1).then(|| crate::progress::Meter::start(label));
+        let r = c
+            .run_guarded()
+            .expect("a review searches, it does not replay a schedule");
+        drop(line);
+        crate::progress::item_done();
+        r
+    };
+    crate::pool::ordered(req.jobs, checks.len(), search, |_, r| {
+        out.push(r);
+        true
+    });
+    out
 }
 
 fn classify(base: &Report, patched: &Report) -> Change {
@@ -256,7 +280,9 @@ fn check_of(req: &Request, v: &'static Variant, s: &'static Scenario, e: EngineK
     c
 }
 
-fn cell(req: &Request, s: &'static Scenario, e: EngineKind) -> Cell {
+/// The BASE and PATCHED checks of one (scenario, engine) pair, or why the
+/// engine cannot judge one of them.
+fn cell_checks(req: &Request, s: &'static Scenario, e: EngineKind) -> Result<[Check; 2], String> {
     let (b, p) = (
         check_of(req, req.base, s, e),
         check_of(req, req.patched, s, e),
@@ -268,25 +294,52 @@ fn cell(req: &Request, s: &'static Scenario, e: EngineKind) -> Cell {
             p.engine_limit()
                 .map(|why| format!("{}: {why}", req.patched.name))
         });
-    if let Some(why) = limit {
-        return Cell {
-            scenario: s,
-            engine: e,
-            change: Change::NotJudged,
-            runs: None,
-            not_judged: Some(why),
+    match limit {
+        Some(why) => Err(why),
+        None => Ok([b, p]),
+    }
+}
+
+/// Every (scenario, engine) pair of the request as a cell: the pairs an
+/// engine can judge are searched (BASE and PATCHED, all on the workers).
+fn cells(req: &Request) -> Vec<Cell> {
+    let mut pairs = Vec::new();
+    for s in &req.scenarios {
+        for &e in &req.engines {
+            pairs.push((*s, e, cell_checks(req, s, e)));
+        }
+    }
+    let checks: Vec<Check> = pairs
+        .iter()
+        .filter_map(|(_, _, c)| c.as_ref().ok())
+        .flat_map(|c| c.iter().cloned())
+        .collect();
+    let mut reports = run_all(req, &checks).into_iter();
+    let mut out = Vec::new();
+    for (scenario, engine, checks) in pairs {
+        let cell = match checks {
+            Err(why) => Cell {
+                scenario,
+                engine,
+                change: Change::NotJudged,
+                runs: None,
+                not_judged: Some(why),
+            },
+            Ok(_) => {
+                let base = reports.next().expect("a report per check");
+                let patched = reports.next().expect("a report per check");
+                Cell {
+                    scenario,
+                    engine,
+                    change: classify(&base, &patched),
+                    runs: Some((base, patched)),
+                    not_judged: None,
+                }
+            }
         };
+        out.push(cell);
     }
-    let label = |v: &Variant| format!("{}/{} [{}] {e}", req.model.name(), v.name, s.name);
-    let base = run(&b, &label(req.base));
-    let patched = run(&p, &label(req.patched));
-    Cell {
-        scenario: s,
-        engine: e,
-        change: classify(&base, &patched),
-        runs: Some((base, patched)),
-        not_judged: None,
-    }
+    out
 }
 
 fn per_call(c: &OpCost, k: Counter) -> f64 {
@@ -390,12 +443,7 @@ fn coverage(req: &Request, cells: &[Cell], used: &BTreeSet<&'static str>) -> Cov
 
 /// Runs the review.
 pub fn review(req: &Request) -> Review {
-    let mut cells = Vec::new();
-    for s in &req.scenarios {
-        for &e in &req.engines {
-            cells.push(cell(req, s, e));
-        }
-    }
+    let mut cells = cells(req);
     cells.sort_by_key(|c| c.change);
     let mut costs = Vec::new();
     let mut used = BTreeSet::new();

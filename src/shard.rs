@@ -264,6 +264,7 @@ pub fn parse_line(text: &str) -> Result<Parsed, String> {
         "holds" => Verdict::Holds,
         "violates" => Verdict::Violates,
         "unreached" => Verdict::Unreached,
+        "crashed" => Verdict::Crashed,
         other => return Err(format!("unknown verdict '{other}'")),
     };
     let opt_usize = |key: &str| v.get(key).and_then(Value::as_u64).map(|n| n as usize);
@@ -307,6 +308,7 @@ pub fn parse_line(text: &str) -> Result<Parsed, String> {
         seconds: v.get("seconds").and_then(Value::as_f64).unwrap_or(0.0),
         target,
         seeds: v.get("seeds").and_then(Value::as_u64).unwrap_or(1),
+        error: v.get("error").and_then(Value::as_str).map(str::to_string),
     };
     Ok(parsed(Line::Ran(Box::new(report))))
 }

@@ -14,7 +14,6 @@ fn model() -> &'static dyn Model {
 
 mod verdicts {
     use super::*;
-    use vfsmc_specs::Tier;
 
     /// The deep tier: the holding kernels on every Tier::Deep scenario (the
     /// expand-vs-fget races at preemption bound 5 with the old table freed
@@ -22,15 +21,7 @@ mod verdicts {
     #[test]
     #[ignore = "deep tier: about 75 minutes on 2 cores (expand-vs-fget-deep is most of it)"]
     fn loom_deep_tier_holds() {
-        let m = model();
-        for variant in ["v6.10", "current"] {
-            let v = m.variant(variant).unwrap();
-            for s in m.scenarios().iter().filter(|s| s.tier == Tier::Deep) {
-                let r = Check::new(m, v, s, EngineKind::Loom).run().unwrap();
-                println!("{}", r.summary());
-                assert!(r.matches_expected(), "{}", r.text());
-            }
-        }
+        common::deep_tier_holds("fdtable", &["v6.10", "current"]);
     }
 
     #[test]
@@ -59,7 +50,7 @@ fn shortest_trace_per_new_variant() {
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
     settings.set_snapshot_path("snapshots");
-    for name in [
+    let variants: Vec<_> = [
         "v1-fast-path-returns-bits-per-long",
         "file-ref-get-rewrites-dead",
         "file-ref-put-ignores-revival",
@@ -68,8 +59,13 @@ fn shortest_trace_per_new_variant() {
         "fget-light-relaxed-count",
         "init-file-count-first",
         "close-on-exec-puts-before-unpublish",
-    ] {
-        let v = m.variant(name).unwrap();
+    ]
+    .into_iter()
+    .map(|name| m.variant(name).unwrap())
+    .collect();
+    vfsmc::check::prefetch_witnesses(m, &variants);
+    for v in variants {
+        let name = v.name;
         let r = vfsmc::check::variant_witness(m, v).unwrap_or_else(|e| panic!("{e}"));
         let trace = vfsmc::check::snapshot_text(&r);
         settings.bind(|| insta::assert_snapshot!(format!("fdtable__variant__{name}"), trace));

@@ -33,7 +33,7 @@ mod verdicts {
     #[test]
     #[ignore = "deep tier: bound-3 searches of hot-open and rename-vs-cached-open, bound 2 of creat-vs-hot"]
     fn loom_deep_tier_holds() {
-        common::deep_tier_holds("nonblock");
+        common::deep_tier_holds("nonblock", &[]);
     }
 }
 

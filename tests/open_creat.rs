@@ -32,7 +32,7 @@ mod verdicts {
     #[test]
     #[ignore = "deep tier: the bound-1 create-vs-create and bound-2 searches take minutes"]
     fn loom_deep_tier_holds() {
-        common::deep_tier_holds("open_creat");
+        common::deep_tier_holds("open_creat", &[]);
     }
 }
 

@@ -6,7 +6,6 @@
 
 mod common;
 
-use vfsmc::check::Check;
 use vfsmc::engine::EngineKind;
 use vfsmc_specs::Model;
 
@@ -16,7 +15,6 @@ fn model() -> &'static dyn Model {
 
 mod verdicts {
     use super::*;
-    use vfsmc_specs::Tier;
 
     #[test]
     fn loom_agrees_with_registry() {
@@ -32,13 +30,7 @@ mod verdicts {
     #[test]
     #[ignore = "deep tier: the bound-2 kill-vs-walk search explores about 1.6 million executions"]
     fn loom_deep_tier_holds() {
-        let m = model();
-        let v = m.variant("current").unwrap();
-        for s in m.scenarios().iter().filter(|s| s.tier == Tier::Deep) {
-            let r = Check::new(m, v, s, EngineKind::Loom).run().unwrap();
-            println!("{}", r.summary());
-            assert!(r.matches_expected(), "{}", r.text());
-        }
+        common::deep_tier_holds("unlazy", &["current"]);
     }
 }
 

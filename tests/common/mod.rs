@@ -8,7 +8,8 @@
 use std::path::Path;
 
 use vfsmc::check::{
-    registry_checks, snapshot_text, variant_witness, verdict_table, witness_traces, Check, Report,
+    prefetch_witnesses, registry_checks, snapshot_text, variant_witness, verdict_table,
+    witness_traces, Check, Report,
 };
 use vfsmc::corpus::{self, Entry};
 use vfsmc::engine::EngineKind;
@@ -96,17 +97,19 @@ pub fn variant_snapshots(model: &str) {
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
     settings.set_snapshot_path("../snapshots");
-    for v in m.variants() {
-        let vfsmc_specs::Expected::Violates(_) = v.expected else {
-            continue;
-        };
-        let s = m.scenario(v.witness).expect("a witness is a scenario");
-        if Check::new(m, v, s, EngineKind::Loom)
-            .engine_limit()
-            .is_some()
-        {
-            continue;
-        }
+    let witnessed: Vec<&'static vfsmc_specs::Variant> = m
+        .variants()
+        .iter()
+        .filter(|v| matches!(v.expected, vfsmc_specs::Expected::Violates(_)))
+        .filter(|v| {
+            let s = m.scenario(v.witness).expect("a witness is a scenario");
+            Check::new(m, v, s, EngineKind::Loom)
+                .engine_limit()
+                .is_none()
+        })
+        .collect();
+    prefetch_witnesses(m, &witnessed);
+    for v in witnessed {
         let r = variant_witness(m, v).unwrap_or_else(|e| panic!("{e}"));
         let text = snapshot_text(&r);
         settings.bind(|| {
@@ -115,26 +118,29 @@ pub fn variant_snapshots(model: &str) {
     }
 }
 
-/// The deep tier of `model`: every holding variant on every Tier::Deep
-/// scenario it applies to, under loom; prints each summary and fails with
-/// the report of a verdict that differs from the registry.
-pub fn deep_tier_holds(model: &str) {
+/// The deep tier of `model`: every holding variant (or those named in
+/// `only`) on every Tier::Deep scenario it applies to, under loom on the
+/// pool's workers; prints each summary and fails with the report of every
+/// verdict that differs from the registry.
+pub fn deep_tier_holds(model: &str, only: &[&str]) {
     let m = self::model(model);
-    let holding = m
+    let checks = m
         .variants()
         .iter()
-        .filter(|v| v.expected == vfsmc_specs::Expected::Holds);
-    for v in holding {
-        let deep = m
-            .scenarios()
-            .iter()
-            .filter(|s| s.tier == vfsmc_specs::Tier::Deep && m.applies(v.name, s.name));
-        for s in deep {
-            let r = Check::new(m, v, s, EngineKind::Loom).run().unwrap();
-            println!("{}", r.summary());
-            assert!(r.matches_expected(), "{}", r.text());
-        }
-    }
+        .filter(|v| v.expected == vfsmc_specs::Expected::Holds)
+        .filter(|v| only.is_empty() || only.contains(&v.name))
+        .flat_map(|v| {
+            m.scenarios()
+                .iter()
+                .filter(move |s| s.tier == vfsmc_specs::Tier::Deep && m.applies(v.name, s.name))
+                .map(move |s| Check::new(m, v, s, EngineKind::Loom))
+        });
+    let table = verdict_table(checks);
+    assert!(
+        table.disagreements.is_empty(),
+        "{}",
+        table.disagreements.join("\n")
+    );
 }
 
 /// Runs `f` once as an execution of the sequential engine: what it
