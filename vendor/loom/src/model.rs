@@ -69,6 +69,102 @@ pub struct Builder {
     ///
     /// Defaults to existence of `LOOM_LOG` environment variable.
     pub log: bool,
+
+    /// Explore only one part of a search split into disjoint parts (vfsmc
+    /// patch, see [`Split`]).
+    ///
+    /// Defaults to `None`: the whole search.
+    pub split: Option<Split>,
+}
+
+/// One of `count` disjoint parts of an exhaustive search (vfsmc patch).
+///
+/// The *prefix* of an execution is its first `depth` choice points: branch
+/// points (thread schedules, atomic loads, spurious wake-ups) with two
+/// alternatives or more. At a prefix thread schedule every thread the
+/// preemption bound allows is explored, not only the ones DPOR would pick,
+/// except that without a bound a schedule whose default thread performs no
+/// operation there is left as it is (DPOR never adds a thread to it); loads
+/// and spurious wake-ups explore every alternative anyway. Below the prefix
+/// DPOR runs as usual. Each distinct choice sequence in the prefix is a
+/// *subtree*; subtrees are numbered 0, 1, 2, … in the order the search
+/// reaches them, which does not depend on which of them are explored.
+///
+/// A part explores fully the subtrees whose number is `index` modulo `count`.
+/// Of every other subtree it runs the first execution only, a *probe*, to
+/// reach the next prefixes; [`is_probe`] tells the model which executions
+/// are probes. Between them the `count` parts explore exactly the
+/// executions one part (`count` 1) explores, and those include every
+/// execution of the unsplit search.
+///
+/// See `VFSMC-PATCHES.md`, section 2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    /// Number of choice points in the prefix.
+    pub depth: usize,
+
+    /// This part, less than `count`.
+    pub index: usize,
+
+    /// Number of parts.
+    pub count: usize,
+}
+
+impl Split {
+    /// Whether the subtree numbered `subtree` is this part's.
+    pub(crate) fn owns(&self, subtree: usize) -> bool {
+        subtree % self.count == self.index
+    }
+}
+
+/// What one part of a split search explored ([`Builder::check_split`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SplitStats {
+    /// Subtrees the search reached, this part's and the others'.
+    pub subtrees: usize,
+
+    /// Subtrees this part explored fully.
+    pub owned: usize,
+
+    /// Executions of the subtrees this part explored fully.
+    pub executions: usize,
+
+    /// Executions of the other parts' subtrees: one per subtree.
+    pub probes: usize,
+}
+
+impl SplitStats {
+    /// Counts one execution of the subtree numbered `subtree`. Subtree
+    /// numbers follow the search, so the first execution with a number is
+    /// the first of its subtree.
+    fn count(&mut self, subtree: usize, owned: bool) {
+        if subtree == self.subtrees {
+            self.subtrees += 1;
+            self.owned += usize::from(owned);
+        }
+
+        if owned {
+            self.executions += 1;
+        } else {
+            self.probes += 1;
+        }
+    }
+}
+
+/// Whether the current execution is a probe of a split search: the first
+/// execution of a subtree another part explores ([`Split`]).
+///
+/// Valid anywhere inside the model, from the start of the execution: the
+/// search picks the subtree before it runs the execution. Always `false` when
+/// the search is not split. The model must not let the answer change what it
+/// does with loom's types (the prefixes would differ between the parts);
+/// it may use it to leave a probe's outcome out of its own records.
+///
+/// # Panics
+///
+/// Outside a loom model.
+pub fn is_probe() -> bool {
+    rt::execution(|execution| execution.path.is_probe())
 }
 
 impl Builder {
@@ -124,6 +220,7 @@ impl Builder {
             expect_explicit_explore: false,
             location,
             log,
+            split: None,
         }
     }
 
@@ -138,6 +235,28 @@ impl Builder {
     where
         F: Fn() + Sync + Send + 'static,
     {
+        self.check_split(f);
+    }
+
+    /// Check the provided model, and return what the search explored of it.
+    ///
+    /// When the search is not split, it is one subtree, which it owns.
+    pub fn check_split<F>(&self, f: F) -> SplitStats
+    where
+        F: Fn() + Sync + Send + 'static,
+    {
+        if let Some(split) = self.split {
+            assert!(
+                split.index < split.count,
+                "Split::index must be less than Split::count"
+            );
+            assert!(
+                self.checkpoint_file.is_none(),
+                "a split search cannot be checkpointed"
+            );
+        }
+
+        let mut stats = SplitStats::default();
         let mut i = 1;
         let mut _span = tracing::info_span!("iter", message = i).entered();
 
@@ -146,6 +265,7 @@ impl Builder {
             self.max_branches,
             self.preemption_bound,
             !self.expect_explicit_explore,
+            self.split,
         );
         let mut scheduler = Scheduler::new(self.max_threads);
 
@@ -177,13 +297,13 @@ impl Builder {
 
                 if let Some(max_permutations) = self.max_permutations {
                     if i >= max_permutations {
-                        return;
+                        return stats;
                     }
                 }
 
                 if let Some(max_duration) = self.max_duration {
                     if start.elapsed() >= max_duration {
-                        return;
+                        return stats;
                     }
                 }
             }
@@ -203,6 +323,8 @@ impl Builder {
 
             execution.check_for_leaks();
 
+            stats.count(execution.path.subtree(), !execution.path.is_probe());
+
             i += 1;
 
             // Create the next iteration's `tracing` span before trying to step to the next
@@ -213,7 +335,7 @@ impl Builder {
                 execution = next;
             } else {
                 info!(parent: None, "Completed in {} iterations", i - 1);
-                return;
+                return stats;
             }
         }
     }

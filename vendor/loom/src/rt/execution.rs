@@ -1,3 +1,4 @@
+use crate::model::Split;
 use crate::rt::alloc::Allocation;
 use crate::rt::{lazy_static, object, thread, Path};
 
@@ -50,6 +51,7 @@ impl Execution {
         max_branches: usize,
         preemption_bound: Option<usize>,
         exploring: bool,
+        split: Option<Split>,
     ) -> Execution {
         let id = Id::new();
         let threads = thread::Set::new(id, max_threads);
@@ -59,7 +61,7 @@ impl Execution {
 
         Execution {
             id,
-            path: Path::new(max_branches, preemption_bound, exploring),
+            path: Path::new(max_branches, preemption_bound, exploring, split),
             threads,
             lazy_statics: lazy_static::Set::new(),
             objects: object::Store::with_capacity(max_branches),
@@ -182,7 +184,11 @@ impl Execution {
 
         let path_id = self.path.pos();
 
-        let next = self.path.branch_thread(self.id, {
+        // Whether the thread scheduled by default performs an operation here,
+        // rather than only run its own code up to its next branch point.
+        let operates = initial.is_some_and(|id| self.threads[id].operation.is_some());
+
+        let next = self.path.branch_thread(self.id, operates, {
             self.threads.iter().map(|(i, th)| {
                 if initial.is_none() && th.is_runnable() {
                     initial = Some(i);

@@ -1,3 +1,4 @@
+use crate::model::Split;
 use crate::rt::{execution, object, thread, MAX_ATOMIC_HISTORY, MAX_THREADS};
 
 #[cfg(feature = "checkpoint")]
@@ -32,6 +33,33 @@ pub(crate) struct Path {
 
     /// How to reset the `exploring` state
     exploring_on_start: bool,
+
+    /// The part of a split search this path explores (vfsmc patch,
+    /// `model::Split`); `None` explores the whole tree, as loom does. A
+    /// checkpoint does not record it: a split search cannot be resumed.
+    #[cfg_attr(feature = "checkpoint", serde(skip))]
+    prefix: Option<Prefix>,
+}
+
+/// The schedule prefix of a split search (vfsmc patch, `model::Split`).
+///
+/// The prefix of an execution is its first `split.depth` choice points:
+/// branch points where the search has two alternatives or more. A prefix
+/// branch point gets, when it is created, every alternative DPOR could ever
+/// add to it (see `branch_thread`), so DPOR never changes the prefix tree,
+/// and the subtrees below its leaves are numbered in the same order whichever
+/// of them are explored.
+#[derive(Debug)]
+struct Prefix {
+    split: Split,
+
+    /// Positions in `branches` of the current execution's prefix choice
+    /// points, in order.
+    choices: Vec<usize>,
+
+    /// Number of the subtree the current execution belongs to, in the order
+    /// the depth-first search reaches them.
+    subtree: usize,
 }
 
 #[derive(Debug)]
@@ -125,7 +153,14 @@ macro_rules! assert_path_len {
 impl Path {
     /// Create a new, blank, configured to branch at most `max_branches` times
     /// and at most `preemption_bound` thread preemptions.
-    pub(crate) fn new(max_branches: usize, preemption_bound: Option<u8>, exploring: bool) -> Path {
+    ///
+    /// With `split`, only that part of the search is explored.
+    pub(crate) fn new(
+        max_branches: usize,
+        preemption_bound: Option<u8>,
+        exploring: bool,
+        split: Option<Split>,
+    ) -> Path {
         Path {
             preemption_bound,
             pos: 0,
@@ -133,6 +168,7 @@ impl Path {
             exploring,
             skipping: false,
             exploring_on_start: exploring,
+            prefix: split.map(Prefix::new),
         }
     }
 
@@ -170,6 +206,35 @@ impl Path {
         self.pos
     }
 
+    /// Number of the subtree of a split search the current execution belongs
+    /// to; 0 when the search is not split.
+    pub(crate) fn subtree(&self) -> usize {
+        self.prefix.as_ref().map_or(0, |prefix| prefix.subtree)
+    }
+
+    /// Whether the current execution belongs to another part's subtree of a
+    /// split search. Known from the start of the execution: `step` picks the
+    /// subtree.
+    pub(crate) fn is_probe(&self) -> bool {
+        self.prefix.as_ref().is_some_and(Prefix::is_probe)
+    }
+
+    /// Whether the branch point about to be created is in the prefix of a
+    /// split search.
+    fn in_prefix(&self) -> bool {
+        self.prefix.as_ref().is_some_and(Prefix::is_open)
+    }
+
+    /// Records the branch point about to be created as a prefix choice point.
+    fn push_choice(&mut self) {
+        let pos = self.pos;
+        self.prefix
+            .as_mut()
+            .expect("[loom internal bug] not a split search")
+            .choices
+            .push(pos);
+    }
+
     /// Push a new atomic-load branch
     pub(super) fn push_load(&mut self, seed: &[u8]) {
         assert_path_len!(self.branches);
@@ -200,6 +265,11 @@ impl Path {
             load.values[i] = store;
             load.len += 1;
         }
+
+        // Every value is explored already: a load has no DPOR to widen.
+        if load.exploring && load.len > 1 && self.in_prefix() {
+            self.push_choice();
+        }
     }
 
     /// Returns the atomic write to read
@@ -225,6 +295,10 @@ impl Path {
                 spur: false,
                 exploring: self.exploring,
             });
+
+            if self.exploring && self.in_prefix() {
+                self.push_choice();
+            }
         }
 
         let spurious = object::Ref::from_usize(self.pos)
@@ -238,9 +312,13 @@ impl Path {
     }
 
     /// Returns the thread identifier to schedule
+    ///
+    /// `operates` tells whether the thread `seed` makes active performs an
+    /// operation at this branch.
     pub(super) fn branch_thread(
         &mut self,
         execution_id: execution::Id,
+        operates: bool,
         seed: impl ExactSizeIterator<Item = Thread>,
     ) -> Option<thread::Id> {
         if self.is_traversed() {
@@ -316,6 +394,22 @@ impl Path {
             let schedule = schedule_ref.get_mut(&mut self.branches);
             schedule.initial_active = initial_active;
             schedule.preemptions = preemptions;
+
+            // DPOR backtracks to the branch of a racing operation, so when
+            // the first thread scheduled here performs none, DPOR adds an
+            // alternative here only through the preemption bound's extra
+            // backtracking or a race in a critical section (see `backtrack`).
+            // Without a bound such a branch is no choice point: enumerating
+            // it would repeat the whole search below it for every thread.
+            if self.in_prefix() && (operates || self.preemption_bound.is_some()) {
+                // Whatever DPOR would add here later, and more.
+                let schedule = schedule_ref.get_mut(&mut self.branches);
+                schedule.explore_all(self.preemption_bound);
+
+                if schedule.has_pending() {
+                    self.push_choice();
+                }
+            }
         }
 
         let schedule = object::Ref::from_usize(self.pos)
@@ -341,7 +435,17 @@ impl Path {
                 let schedule = schedule_ref.get_mut(&mut self.branches);
 
                 if schedule.exploring {
+                    let threads = schedule.threads;
                     schedule.backtrack(thread_id, self.preemption_bound);
+
+                    // The parts of a split search agree on its prefix tree
+                    // only if DPOR never changes it.
+                    assert!(
+                        schedule.threads == threads
+                            || !self.prefix.as_ref().is_some_and(|p| p.contains(point)),
+                        "a split search without a preemption bound does not support \
+                         races in critical sections that backtrack into its prefix"
+                    );
                     break schedule;
                 }
             }
@@ -399,16 +503,27 @@ impl Path {
         self.exploring = self.exploring_on_start;
         self.skipping = false;
 
+        // A probe explores nothing of its subtree below the prefix.
+        let unexplored = self
+            .prefix
+            .as_ref()
+            .filter(|prefix| prefix.is_probe())
+            .map_or(usize::MAX, Prefix::end);
+
         // Set the final branch to try the next option. If all options have been
         // traversed, pop the final branch and try again w/ the one under it.
         //
         // This is depth-first tree traversal.
         //
-        for last in (0..self.branches.len()).rev() {
-            let last = object::Ref::from_usize(last);
+        for pos in (0..self.branches.len()).rev() {
+            let last = object::Ref::from_usize(pos);
 
             // Remove all objects that were created **after** this branch
             self.branches.truncate(last);
+
+            if pos >= unexplored {
+                continue;
+            }
 
             if let Some(schedule_ref) = last.downcast::<Schedule>(&self.branches) {
                 let schedule = schedule_ref.get_mut(&mut self.branches);
@@ -433,7 +548,7 @@ impl Path {
                     .is_some();
 
                 if rem {
-                    return true;
+                    return self.stepped(pos);
                 }
             } else if let Some(load_ref) = last.downcast::<Load>(&self.branches) {
                 let load = load_ref.get_mut(&mut self.branches);
@@ -445,7 +560,7 @@ impl Path {
                 load.pos += 1;
 
                 if load.pos < load.len {
-                    return true;
+                    return self.stepped(pos);
                 }
             } else if let Some(spurious_ref) = last.downcast::<Spurious>(&self.branches) {
                 let spurious = spurious_ref.get_mut(&mut self.branches);
@@ -456,7 +571,7 @@ impl Path {
 
                 if !spurious.spur {
                     spurious.spur = true;
-                    return true;
+                    return self.stepped(pos);
                 }
             } else {
                 unreachable!();
@@ -466,8 +581,64 @@ impl Path {
         false
     }
 
+    /// The branch at `pos` moved to its next option: tells a split search,
+    /// and returns `true` for `step` to return.
+    fn stepped(&mut self, pos: usize) -> bool {
+        if let Some(prefix) = &mut self.prefix {
+            prefix.stepped(pos);
+        }
+
+        true
+    }
+
     fn last_schedule(&self) -> Option<object::Ref<Schedule>> {
         self.branches.iter_ref::<Schedule>().rev().next()
+    }
+}
+
+impl Prefix {
+    fn new(split: Split) -> Prefix {
+        Prefix {
+            split,
+            choices: Vec::with_capacity(split.depth),
+            subtree: 0,
+        }
+    }
+
+    /// Whether the execution has not passed `depth` choice points yet, so the
+    /// next branch point created is in its prefix.
+    fn is_open(&self) -> bool {
+        self.choices.len() < self.split.depth
+    }
+
+    /// Position of the first branch below the prefix; an execution that ends
+    /// before its prefix does is all prefix.
+    fn end(&self) -> usize {
+        if self.is_open() {
+            usize::MAX
+        } else {
+            self.choices.last().map_or(0, |pos| pos + 1)
+        }
+    }
+
+    fn is_probe(&self) -> bool {
+        !self.split.owns(self.subtree)
+    }
+
+    /// Whether the branch at `pos` is in the prefix.
+    fn contains(&self, pos: usize) -> bool {
+        pos < self.end()
+    }
+
+    /// The search moved branch `pos` to its next option. Branches of the
+    /// prefix only have options left when they are choice points, and moving
+    /// one starts the next subtree.
+    fn stepped(&mut self, pos: usize) {
+        if self.contains(pos) {
+            let kept = self.choices.partition_point(|&choice| choice <= pos);
+            self.choices.truncate(kept);
+            self.subtree += 1;
+        }
     }
 }
 
@@ -490,9 +661,8 @@ impl Schedule {
         self.preemptions
     }
 
-    fn backtrack(&mut self, thread_id: thread::Id, preemption_bound: Option<u8>) {
-        assert!(self.exploring);
-
+    /// Whether the preemption bound lets DPOR schedule another thread here.
+    fn may_preempt(&self, preemption_bound: Option<u8>) -> bool {
         if let Some(bound) = preemption_bound {
             assert!(
                 self.preemptions <= bound,
@@ -501,9 +671,17 @@ impl Schedule {
                 bound
             );
 
-            if self.preemptions == bound {
-                return;
-            }
+            return self.preemptions < bound;
+        }
+
+        true
+    }
+
+    fn backtrack(&mut self, thread_id: thread::Id, preemption_bound: Option<u8>) {
+        assert!(self.exploring);
+
+        if !self.may_preempt(preemption_bound) {
+            return;
         }
 
         let thread_id = thread_id.as_usize();
@@ -515,10 +693,26 @@ impl Schedule {
         if self.threads[thread_id].is_enabled() {
             self.threads[thread_id].explore();
         } else {
-            for th in &mut self.threads {
-                th.explore();
-            }
+            self.explore_threads();
         }
+    }
+
+    /// Schedules every thread `backtrack` could ever schedule here (vfsmc
+    /// split): afterwards, `backtrack` at this branch changes nothing.
+    fn explore_all(&mut self, preemption_bound: Option<u8>) {
+        if self.exploring && self.may_preempt(preemption_bound) {
+            self.explore_threads();
+        }
+    }
+
+    fn explore_threads(&mut self) {
+        for th in &mut self.threads {
+            th.explore();
+        }
+    }
+
+    fn has_pending(&self) -> bool {
+        self.threads.iter().any(Thread::is_pending)
     }
 }
 
