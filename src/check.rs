@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 use vfsmc_model::driver::{OpCost, Record};
 use vfsmc_specs::{Expected, Model, Run, Scenario, Tier, Variant};
 
-use crate::engine::{self, Body, Budget, EngineKind, Exploration, Found, ScheduleError, Shape};
+use crate::engine::{
+    self, Body, Budget, EngineKind, Exploration, Found, Part, ScheduleError, Shape,
+};
 use crate::render;
 
 /// What a check found.
@@ -106,6 +108,15 @@ pub struct Report {
     pub seeds: u64,
     /// What stopped a crashed search (its panic's message).
     pub error: Option<String>,
+    /// A split search: the part this report is of (a combined report keeps
+    /// its deciding part's).
+    pub part: Option<Part>,
+    /// The parts this report combines (1: one search or one part).
+    pub parts: usize,
+    /// A split search: executions run only to find another part's subtree.
+    pub probes: usize,
+    /// A split search: the subtrees of the whole search.
+    pub subtrees: usize,
 }
 
 /// What a PCT search says about the bugs it did not find: the guarantee of
@@ -348,6 +359,10 @@ impl Check {
             target: None,
             seeds: 1,
             error: None,
+            part: self.budget.part,
+            parts: 1,
+            probes: e.probes,
+            subtrees: e.subtrees,
         }
     }
 
@@ -448,7 +463,26 @@ impl Report {
         } else {
             "not exhaustive"
         };
-        format!("{} executions, {exhaustive}{engine}", self.executions)
+        format!(
+            "{} executions, {exhaustive}{engine}{}",
+            self.executions,
+            self.split_text()
+        )
+    }
+
+    /// What a split search adds to its coverage: all its parts, or which.
+    fn split_text(&self) -> String {
+        let Some(p) = self.part else {
+            return String::new();
+        };
+        if self.parts == p.count {
+            format!(
+                ", in {} parts ({} subtrees, {} probe executions)",
+                p.count, self.subtrees, self.probes
+            )
+        } else {
+            format!(", part {} of {}", p.index + 1, p.count)
+        }
     }
 
     /// A one-line summary: `model/variant scenario engine: verdict (...)`.
@@ -557,6 +591,9 @@ impl Report {
             "confidence_target": self.target.map(|(level, runs)| json!({ "level": level, "runs": runs })),
             "seeds": self.seeds,
             "error": self.error,
+            "part": self.part.map(|p| json!({ "index": p.index, "count": p.count })),
+            "probes": self.probes,
+            "subtrees": self.subtrees,
         })
     }
 

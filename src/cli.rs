@@ -14,6 +14,7 @@ use crate::corpus::{self, Entry, ReplayError};
 use crate::diagram::{self, Diagram};
 use crate::engine::{Budget, Engine, EngineKind, Knob, Replay};
 use crate::progress::Meter;
+use crate::render;
 use crate::review;
 use crate::shard::{self, Item, Shard};
 
@@ -146,6 +147,10 @@ struct BudgetArgs {
     /// PCT depth (preemptions the bug needs + 1) [env: VFSMC_PCT_DEPTH].
     #[arg(long)]
     pct_depth: Option<u64>,
+    /// loom --split: choice points whose every alternative the split
+    /// enumerates (default 3) [env: VFSMC_SPLIT_DEPTH].
+    #[arg(long, value_name = "D")]
+    split_depth: Option<u64>,
     /// PCT: run until a bug of depth --pct-depth would be missed with
     /// probability at most 1 - C (0 < C < 1); --iterations caps the runs
     /// (default 1000000).
@@ -183,6 +188,12 @@ struct CheckArgs {
     /// --format json output with `vfsmc merge`.
     #[arg(long, value_name = "I/N")]
     shard: Option<String>,
+    /// loom: split each search into N parts by its schedule prefix (the
+    /// subtrees below its first --split-depth choice points, dealt out k mod
+    /// N), run on N workers unless --jobs says otherwise; with --shard, the
+    /// parts are items like any other, so N machines divide one search.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    split: usize,
     /// Replay this shuttle schedule (as printed by a failing check).
     #[arg(long)]
     schedule: Option<String>,
@@ -357,6 +368,7 @@ fn show(name: &str) -> Out<i32> {
             println!("      goals: {}", s.goals.join(", "));
         }
     }
+    print_tiers(m);
     println!("\ninvariants:");
     for i in m.invariants() {
         println!("  {}: {}", i.name, i.about);
@@ -368,6 +380,45 @@ fn show(name: &str) -> Out<i32> {
         }
     }
     Ok(0)
+}
+
+/// What each tier of `m` proves: its hand-written scenarios with their loom
+/// bounds, and when the tier runs.
+fn print_tiers(m: &'static dyn Model) {
+    println!("\ntiers:");
+    for (tier, when) in [
+        (
+            Tier::Pr,
+            "PR tier, every push (cargo test --release, vfsmc check)",
+        ),
+        (
+            Tier::Deep,
+            "deep tier, nightly (vfsmc check --tier deep, cargo test --release -- --ignored)",
+        ),
+    ] {
+        let rows: Vec<String> = m
+            .scenarios()
+            .iter()
+            .filter(|s| s.tier == tier && !s.generated)
+            .map(|s| {
+                let bound = s
+                    .loom_bound
+                    .map_or("unbounded".to_string(), |b| format!("bound {b}"));
+                format!("{} ({bound})", s.name)
+            })
+            .collect();
+        if rows.is_empty() {
+            println!("  {when}: no scenario");
+            continue;
+        }
+        println!(
+            "  {when}: a holds covers every schedule of these scenarios within the loom \
+             preemption bound named, and PCT's stated depth:"
+        );
+        for l in render::wrap(&rows.join(", "), render::WIDTH - 6) {
+            println!("      {l}");
+        }
+    }
 }
 
 fn names<T>(items: &[T], name: impl Fn(&T) -> &str) -> String {
@@ -474,6 +525,7 @@ fn budget_of(a: &BudgetArgs, base: &Budget) -> Out<Budget> {
         (Knob::Seed, a.seed),
         (Knob::MaxPreemptions, a.max_preemptions),
         (Knob::PctDepth, a.pct_depth),
+        (Knob::SplitDepth, a.split_depth),
     ] {
         if let Some(v) = flag(knob, value)? {
             knob.set(&mut b, v);
@@ -604,13 +656,20 @@ fn run_check(a: CheckArgs) -> Out<i32> {
         failed: false,
         diagram: None,
     };
-    let items = shard::items(&checks, a.seeds);
+    if a.split == 0 || (a.split > 1 && a.schedule.is_some()) {
+        return Err(BadInput(
+            "--split: expected at least 1 part (and 1 with --schedule, which replays one search)"
+                .into(),
+        ));
+    }
+    let items = shard::items(&checks, a.seeds, a.split);
     run.total = items.len();
     let mine: Vec<Item> = items
         .into_iter()
         .filter(|it| shard.takes(it.number))
         .collect();
-    let jobs = crate::pool::jobs(a.budget.jobs).map_err(BadInput)?;
+    let split_jobs = (a.split > 1).then_some(a.split);
+    let jobs = crate::pool::jobs(a.budget.jobs.or(split_jobs)).map_err(BadInput)?;
     run.items(&checks, &mine, jobs)?;
     run.finish(start.elapsed())
 }
@@ -641,6 +700,9 @@ impl CheckRun<'_> {
     /// cannot start ends the run (bad input).
     fn items(&mut self, checks: &[Check], items: &[Item], jobs: usize) -> Out<()> {
         let registry = self.registry;
+        // One search at a time draws its own line (bound, runs); several
+        // draw one line for the run.
+        let jobs = jobs.min(items.len()).max(1);
         let _meter = (jobs > 1).then(|| Meter::items("vfsmc check", items.len()));
         let search = |k: usize| -> ItemResult {
             let it = items[k];
@@ -650,6 +712,7 @@ impl CheckRun<'_> {
             }
             let mut one = c.clone();
             one.budget.seed = it.seed;
+            one.budget.part = it.part;
             let meter = (jobs == 1).then(|| Meter::start(label(c)));
             let r = one.run_guarded();
             drop(meter);

@@ -231,7 +231,8 @@ const OUTCOMES: [(Need, &str); 6] = [
 
 /// Runs `checks` on the request's workers; their reports in order.
 fn run_all(req: &Request, checks: &[Check]) -> Vec<Report> {
-    let _line = (req.jobs > 1).then(|| crate::progress::Meter::items("vfsmc review", checks.len()));
+    let jobs = req.jobs.min(checks.len()).max(1);
+    let _line = (jobs > 1).then(|| crate::progress::Meter::items("vfsmc review", checks.len()));
     let mut out = Vec::with_capacity(checks.len());
     let search = |i: usize| {
         let c = &checks[i];
@@ -242,7 +243,7 @@ fn run_all(req: &Request, checks: &[Check]) -> Vec<Report> {
             c.scenario.name,
             c.engine
         );
-        let line = (req.jobs == 1).then(|| crate::progress::Meter::start(label));
+        let line = (jobs == 1).then(|| crate::progress::Meter::start(label));
         let r = c
             .run_guarded()
             .expect("a review searches, it does not replay a schedule");
@@ -250,7 +251,7 @@ fn run_all(req: &Request, checks: &[Check]) -> Vec<Report> {
         crate::progress::item_done();
         r
     };
-    crate::pool::ordered(req.jobs, checks.len(), search, |_, r| {
+    crate::pool::ordered(jobs, checks.len(), search, |_, r| {
         out.push(r);
         true
     });

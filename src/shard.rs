@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use vfsmc_specs::Expected;
 
 use crate::check::{self, Check, Report, Verdict};
-use crate::engine::{EngineKind, Knob, Shape};
+use crate::engine::{EngineKind, Knob, Part, Shape};
 
 /// Shard `index` of `count`, 1-based.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,12 +90,14 @@ impl Shard {
     }
 }
 
-/// One search of a run: check `check` of the run's list, with `seed`.
+/// One search of a run: check `check` of the run's list, with `seed`, and
+/// for a split search its part.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Item {
     pub number: usize,
     pub check: usize,
     pub seed: u64,
+    pub part: Option<Part>,
 }
 
 /// Whether `engine` samples with its seed, so that more seeds search more.
@@ -104,18 +106,40 @@ pub fn samples(engine: EngineKind) -> bool {
     e.reads(Knob::Seed) && !e.exhaustive()
 }
 
+/// Whether one search of `engine` can be split into parts by its schedule
+/// prefix.
+pub fn splits(engine: EngineKind) -> bool {
+    engine.engine().reads(Knob::SplitDepth)
+}
+
 /// Every item of `checks`, numbered: each sampling check once per seed of
-/// its range of `seeds`, any other check once.
-pub fn items(checks: &[Check], seeds: u64) -> Vec<Item> {
+/// its range of `seeds`, each check of an engine that splits once per part
+/// of `split` (when more than 1), any other check once.
+pub fn items(checks: &[Check], seeds: u64, split: usize) -> Vec<Item> {
     let mut out = Vec::new();
     for (i, c) in checks.iter().enumerate() {
         let n = if samples(c.engine) { seeds.max(1) } else { 1 };
+        let parts: Vec<Option<Part>> = if split > 1 && splits(c.engine) {
+            (0..split)
+                .map(|index| {
+                    Some(Part {
+                        index,
+                        count: split,
+                    })
+                })
+                .collect()
+        } else {
+            vec![None]
+        };
         for k in 0..n {
-            out.push(Item {
-                number: out.len(),
-                check: i,
-                seed: c.budget.seed.wrapping_add(k),
-            });
+            for &part in &parts {
+                out.push(Item {
+                    number: out.len(),
+                    check: i,
+                    seed: c.budget.seed.wrapping_add(k),
+                    part,
+                });
+            }
         }
     }
     out
@@ -126,10 +150,17 @@ pub fn items(checks: &[Check], seeds: u64) -> Vec<Item> {
 /// # Panics
 /// On no report: every check has at least one item.
 pub fn combine(mut reports: Vec<Report>) -> Report {
-    reports.sort_by_key(|r| r.seed);
+    reports.sort_by_key(|r| (r.seed, r.part.map(|p| p.index)));
     let executions = reports.iter().map(|r| r.executions).sum();
+    let probes = reports.iter().map(|r| r.probes).sum();
     let seconds = reports.iter().map(|r| r.seconds).sum();
-    let seeds = reports.iter().map(|r| r.seeds).sum();
+    let seeds = reports
+        .iter()
+        .filter(|r| r.part.is_none_or(|p| p.index == 0))
+        .map(|r| r.seeds)
+        .sum();
+    let parts = reports.iter().filter(|r| r.part.is_some()).count().max(1);
+    let exhaustive = reports.iter().all(|r| r.exhaustive);
     let shape = reports.iter().filter_map(|r| r.shape).reduce(|a, b| Shape {
         threads: a.threads.max(b.threads),
         steps: a.steps.max(b.steps),
@@ -140,17 +171,53 @@ pub fn combine(mut reports: Vec<Report>) -> Report {
             goals_hit.push(g.clone());
         }
     }
-    let first = reports.iter().position(|r| r.verdict != Verdict::Holds);
+    let mut unreached: Vec<String> = Vec::new();
+    for g in reports.iter().flat_map(|r| &r.unreached) {
+        if !goals_hit.contains(g) && !unreached.contains(g) {
+            unreached.push(g.clone());
+        }
+    }
+    let judged_unreached = reports.iter().any(|r| r.verdict == Verdict::Unreached);
+    let first = deciding(&reports);
     let mut out = reports.swap_remove(first.unwrap_or(0));
     if first.is_none() {
-        out.unreached.retain(|g| !goals_hit.contains(g));
+        // A goal one part (or seed) missed and another reached is reached.
+        out.verdict = if judged_unreached && !unreached.is_empty() {
+            Verdict::Unreached
+        } else {
+            Verdict::Holds
+        };
+        out.unreached = unreached;
+        out.exhaustive = exhaustive;
     }
     out.executions = executions;
+    out.probes = probes;
+    out.parts = parts;
     out.seconds = seconds;
     out.seeds = seeds;
     out.shape = shape;
     out.goals_hit = goals_hit;
     out
+}
+
+/// The report that gives a combined verdict, if one violates or crashed: the
+/// first seed's, and among the parts of one split search the violation at
+/// the fewest preemptions (each part stops at its first failing bound),
+/// the lowest part on a tie.
+fn deciding(reports: &[Report]) -> Option<usize> {
+    let failing = |r: &&Report| matches!(r.verdict, Verdict::Violates | Verdict::Crashed);
+    let seed = reports.iter().find(failing)?.seed;
+    reports
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.seed == seed && failing(r))
+        .min_by_key(|(_, r)| {
+            (
+                r.max_preemptions.unwrap_or(usize::MAX),
+                r.part.map(|p| p.index),
+            )
+        })
+        .map(|(i, _)| i)
 }
 
 /// What one line of a `--format json` run says about its item.
@@ -309,6 +376,19 @@ pub fn parse_line(text: &str) -> Result<Parsed, String> {
         target,
         seeds: v.get("seeds").and_then(Value::as_u64).unwrap_or(1),
         error: v.get("error").and_then(Value::as_str).map(str::to_string),
+        part: v
+            .get("part")
+            .filter(|p| !p.is_null())
+            .map(|p| -> Result<Part, String> {
+                Ok(Part {
+                    index: uint(p, "index")? as usize,
+                    count: uint(p, "count")? as usize,
+                })
+            })
+            .transpose()?,
+        parts: 1,
+        probes: opt_usize("probes").unwrap_or(0),
+        subtrees: opt_usize("subtrees").unwrap_or(0),
     };
     Ok(parsed(Line::Ran(Box::new(report))))
 }

@@ -60,6 +60,19 @@ impl Session {
         })
     }
 
+    /// A hash of what the current (or last) execution did: its threads and
+    /// every step, as recorded. Two executions with the same trace have
+    /// the same fingerprint; it is for comparing the sets of executions two
+    /// searches explored, not for storing.
+    pub fn fingerprint(&self) -> u64 {
+        let text = self
+            .0
+            .with_state(|s| format!("{:?}{:?}", s.threads, s.steps));
+        text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
+
     /// The violation recorded in this execution, if any.
     pub fn violation(&self) -> Option<Violation> {
         self.0.with_state(|s| s.violation.clone())

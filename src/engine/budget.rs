@@ -34,6 +34,14 @@ pub struct Budget {
     pub shrink_iterations: usize,
     /// shuttle: the deepest PCT depth shrinking tries (0: no shrinking).
     pub shrink_max_depth: usize,
+    /// loom: the choice points whose every alternative a split search
+    /// enumerates; its subtrees are the units of `part`.
+    pub split_depth: usize,
+    /// loom: search only this part of the subtrees (`vfsmc check --split`).
+    pub part: Option<super::Part>,
+    /// Collect a fingerprint of every execution explored (the split's
+    /// soundness test compares the sets); no flag or variable sets it.
+    pub fingerprints: bool,
     /// Whether executions record their steps and check invariants. Only
     /// `vfsmc bench --overhead` turns it off, to price them: a search that
     /// does not record proves nothing, so no flag or variable sets it.
@@ -53,6 +61,9 @@ impl Default for Budget {
             shuttle_max_steps: 200_000,
             shrink_iterations: 2_000,
             shrink_max_depth: 3,
+            split_depth: 3,
+            part: None,
+            fingerprints: false,
             recording: true,
         }
     }
@@ -119,10 +130,11 @@ pub enum Knob {
     ShuttleMaxSteps,
     ShrinkIterations,
     ShrinkMaxDepth,
+    SplitDepth,
 }
 
 impl Knob {
-    pub const ALL: [Knob; 10] = [
+    pub const ALL: [Knob; 11] = [
         Knob::Iterations,
         Knob::Seed,
         Knob::MaxPreemptions,
@@ -133,6 +145,7 @@ impl Knob {
         Knob::ShuttleMaxSteps,
         Knob::ShrinkIterations,
         Knob::ShrinkMaxDepth,
+        Knob::SplitDepth,
     ];
 
     /// Its environment variable.
@@ -148,6 +161,7 @@ impl Knob {
             Knob::ShuttleMaxSteps => "VFSMC_SHUTTLE_MAX_STEPS",
             Knob::ShrinkIterations => "VFSMC_SHRINK_ITERATIONS",
             Knob::ShrinkMaxDepth => "VFSMC_SHRINK_MAX_DEPTH",
+            Knob::SplitDepth => "VFSMC_SPLIT_DEPTH",
         }
     }
 
@@ -158,6 +172,7 @@ impl Knob {
             Knob::Seed => Some("--seed"),
             Knob::MaxPreemptions => Some("--max-preemptions"),
             Knob::PctDepth => Some("--pct-depth"),
+            Knob::SplitDepth => Some("--split-depth"),
             _ => None,
         }
     }
@@ -191,6 +206,10 @@ impl Knob {
                 "executions of each PCT search that shrinks a shuttle failure to fewer preemptions"
             }
             Knob::ShrinkMaxDepth => "deepest PCT depth shrinking tries (0: no shrinking)",
+            Knob::SplitDepth => {
+                "choice points of a --split loom search whose every alternative it enumerates: \
+                 its subtrees are dealt to the parts"
+            }
         }
     }
 
@@ -200,6 +219,7 @@ impl Knob {
             Knob::Seed | Knob::ShrinkMaxDepth => (0, u64::MAX),
             // Beyond 16 preemptions no loom search of a scenario ends.
             Knob::MaxPreemptions => (0, 16),
+            Knob::SplitDepth => (1, 64),
             _ => (1, u64::MAX),
         }
     }
@@ -250,6 +270,7 @@ impl Knob {
             Knob::ShuttleMaxSteps => budget.shuttle_max_steps = n,
             Knob::ShrinkIterations => budget.shrink_iterations = n,
             Knob::ShrinkMaxDepth => budget.shrink_max_depth = n,
+            Knob::SplitDepth => budget.split_depth = n,
         }
     }
 
@@ -267,6 +288,7 @@ impl Knob {
             Knob::ShuttleMaxSteps => budget.shuttle_max_steps.to_string(),
             Knob::ShrinkIterations => budget.shrink_iterations.to_string(),
             Knob::ShrinkMaxDepth => budget.shrink_max_depth.to_string(),
+            Knob::SplitDepth => budget.split_depth.to_string(),
         }
     }
 

@@ -53,6 +53,7 @@ impl Engine for Loom {
             Knob::LoomCap,
             Knob::LoomMaxBranches,
             Knob::LoomCheckpointInterval,
+            Knob::SplitDepth,
         ]
     }
 
@@ -120,22 +121,32 @@ fn builder(budget: &Budget, bound: Option<usize>) -> ::loom::model::Builder {
     builder.max_branches = budget.loom_max_branches;
     // A wall-clock limit would make the verdict depend on the machine.
     builder.max_duration = None;
+    builder.split = budget.part.map(|p| ::loom::model::Split {
+        depth: budget.split_depth,
+        index: p.index,
+        count: p.count,
+    });
     builder
 }
 
 /// One loom run under `bound`.
 fn explore_bound(budget: &Budget, bound: Option<usize>, body: Body) -> Exploration {
     let col = Collector::new(budget);
-    let f = instrument(body, col.clone());
+    let f = instrument(body, col.clone(), ::loom::model::is_probe);
     let builder = builder(budget, bound);
     let result = catch_unwind(AssertUnwindSafe(|| {
-        with_backend(Backend::Loom, || builder.check(f));
+        with_backend(Backend::Loom, || builder.check_split(f))
     }));
     let c = lock(&col);
     let executions = c.executions;
-    let capped = budget.loom_cap.is_some_and(|cap| executions >= cap);
+    let capped = budget
+        .loom_cap
+        .is_some_and(|cap| executions + c.probes >= cap);
     let mut out = Exploration {
         executions,
+        probes: c.probes,
+        subtrees: result.as_ref().map_or(0, |stats| stats.subtrees),
+        fingerprints: c.fingerprints.clone(),
         exhaustive: !capped,
         preemption_bound: bound,
         failure: None,

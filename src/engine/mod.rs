@@ -234,10 +234,27 @@ pub struct Shape {
     pub steps: usize,
 }
 
+/// Part `index` of `count` of one loom search split by its schedule prefix
+/// (vendor/loom/VFSMC-PATCHES.md, section 2): the subtrees numbered
+/// `index` modulo `count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub index: usize,
+    pub count: usize,
+}
+
 /// What one search covered and found.
 #[derive(Clone, Debug, Default)]
 pub struct Exploration {
+    /// Executions of the search's own (for a split part: owned subtrees).
     pub executions: usize,
+    /// A split part: executions run only to find the next subtree of
+    /// another part (each another part's execution too).
+    pub probes: usize,
+    /// A split part: the subtrees of the whole search, every part's.
+    pub subtrees: usize,
+    /// With `Budget::fingerprints`: one per execution of the search's own.
+    pub fingerprints: Option<BTreeSet<u64>>,
     /// The space under the stated bound was explored completely.
     pub exhaustive: bool,
     /// loom: the preemption bound of the deciding run (`None`: unbounded).
@@ -269,6 +286,8 @@ pub fn explore(engine: EngineKind, budget: &Budget, body: Body) -> Exploration {
 /// What the executions of one search left behind, outside the engine.
 struct Collector {
     executions: usize,
+    probes: usize,
+    fingerprints: Option<BTreeSet<u64>>,
     reached: BTreeSet<&'static str>,
     /// The search's execution state, reused by every execution.
     session: Session,
@@ -278,6 +297,8 @@ impl Collector {
     fn new(budget: &Budget) -> Arc<Mutex<Collector>> {
         Arc::new(Mutex::new(Collector {
             executions: 0,
+            probes: 0,
+            fingerprints: budget.fingerprints.then(BTreeSet::new),
             reached: BTreeSet::new(),
             session: Session::new(budget.recording),
         }))
@@ -289,16 +310,37 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Wraps `body` so each execution starts afresh in the search's session and
-/// its results are collected outside the engine.
-fn instrument(body: Body, col: Arc<Mutex<Collector>>) -> impl Fn() + Send + Sync + 'static {
+/// its results are collected outside the engine. `probe` says whether the
+/// execution is a split part's probe (counted apart: it is another part's).
+fn instrument(
+    body: Body,
+    col: Arc<Mutex<Collector>>,
+    probe: fn() -> bool,
+) -> impl Fn() + Send + Sync + 'static {
     let session = lock(&col).session.clone();
     move || {
         let _running = session.begin();
-        lock(&col).executions += 1;
+        let probing = probe();
+        if probing {
+            lock(&col).probes += 1;
+        } else {
+            lock(&col).executions += 1;
+        }
         crate::progress::execution();
         body();
-        session.reached_into(&mut lock(&col).reached);
+        let mut c = lock(&col);
+        session.reached_into(&mut c.reached);
+        if !probing {
+            if let Some(f) = c.fingerprints.as_mut() {
+                f.insert(session.fingerprint());
+            }
+        }
     }
+}
+
+/// No execution of an engine that does not split is a probe.
+fn never_probe() -> bool {
+    false
 }
 
 /// A failure the engine detected itself, rather than an invariant of the

@@ -16,8 +16,8 @@ use vfsmc_model::sync::{with_backend, Backend};
 use vfsmc_specs::Need;
 
 use super::{
-    instrument, lock, Body, Budget, Collector, CorpusKey, Engine, EngineFailure, Exploration,
-    Failure, Found, Knob, Replay, ScheduleError, Shape,
+    instrument, lock, never_probe, Body, Budget, Collector, CorpusKey, Engine, EngineFailure,
+    Exploration, Failure, Found, Knob, Replay, ScheduleError, Shape,
 };
 use crate::progress::{self, Phase};
 use crate::quiet;
@@ -305,7 +305,7 @@ fn run_shuttle_counted<S: Scheduler + 'static>(
     let max_steps = budget.shuttle_max_steps;
     let rec = Arc::new(Mutex::new(Recorded::default()));
     let col = Collector::new(budget);
-    let f = instrument(body, col.clone());
+    let f = instrument(body, col.clone(), never_probe);
     let runner = shuttle::Runner::new(
         Recording {
             inner: sched,
@@ -324,6 +324,8 @@ fn run_shuttle_counted<S: Scheduler + 'static>(
         failure: None,
         reached: c.reached.clone(),
         shape: Some(lock(&rec).shape),
+        fingerprints: c.fingerprints.clone(),
+        ..Exploration::default()
     };
     drop(c);
     if let Err(payload) = result {

@@ -7,8 +7,8 @@ use vfsmc_model::sync::{with_backend, Backend};
 use vfsmc_specs::Need;
 
 use super::{
-    instrument, lock, Body, Budget, Collector, CorpusKey, Engine, EngineFailure, Exploration,
-    Failure, Knob, Replay,
+    instrument, lock, never_probe, Body, Budget, Collector, CorpusKey, Engine, EngineFailure,
+    Exploration, Failure, Knob, Replay,
 };
 
 pub struct Stress;
@@ -54,7 +54,7 @@ impl Engine for Stress {
 
     fn explore(&self, budget: &Budget, body: Body) -> Exploration {
         let col = Collector::new(budget);
-        let f = instrument(body, col.clone());
+        let f = instrument(body, col.clone(), never_probe);
         let mut out = Exploration::default();
         crate::progress::runs(self.name(), budget.iterations);
         for _ in 0..budget.iterations {
