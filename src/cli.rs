@@ -278,6 +278,16 @@ struct BadInput(String);
 
 type Out<T> = Result<T, BadInput>;
 
+/// Whether `args` (the program name first) is a command line vfsmc accepts:
+/// its subcommand, flags and their values parse; the clap error if not.
+/// For files that run vfsmc (CI workflows, Kubernetes manifests), so a test
+/// can check them against the CLI.
+pub fn accepts(args: &[&str]) -> Result<(), String> {
+    Cli::try_parse_from(args)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 /// Runs the CLI; returns the exit code.
 pub fn main() -> i32 {
     die_quietly_on_closed_pipe();

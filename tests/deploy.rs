@@ -1,0 +1,114 @@
+//! The files that run vfsmc elsewhere cannot drift from its command line:
+//! the Kubernetes indexed Job of the deep tier (deploy/k8s/) and the CI
+//! workflow's deep job run commands vfsmc accepts, and divide the work the
+//! way they claim (as many parts as pods or matrix entries).
+
+use std::path::Path;
+
+use serde_yaml_ng::Value;
+
+fn read(path: &str) -> Vec<Value> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|doc| serde::Deserialize::deserialize(doc).unwrap_or_else(|e| panic!("{path}: {e}")))
+        .collect()
+}
+
+/// The vfsmc command line of a shell script: its words up to a redirection
+/// or `||`, which must start with `vfsmc` or `target/release/vfsmc`.
+fn vfsmc_words(script: &str) -> Vec<String> {
+    let words: Vec<String> = script
+        .split_whitespace()
+        .take_while(|w| !w.starts_with('>') && *w != "||")
+        .map(str::to_string)
+        .collect();
+    assert!(
+        words
+            .first()
+            .is_some_and(|w| w == "vfsmc" || w.ends_with("/vfsmc")),
+        "not a vfsmc command: {script}"
+    );
+    words
+}
+
+fn accepted(words: &[String], whence: &str) {
+    let args: Vec<&str> = words.iter().map(String::as_str).collect();
+    if let Err(e) = vfsmc::cli::accepts(&args) {
+        panic!("{whence}: vfsmc refuses `{}`:\n{e}", words.join(" "));
+    }
+}
+
+/// The number after `flag` in `words`.
+fn number_after(words: &[String], flag: &str) -> Option<u64> {
+    let i = words.iter().position(|w| w == flag)?;
+    words.get(i + 1)?.parse().ok()
+}
+
+fn script_of(container: &Value) -> String {
+    let args = container["args"].as_sequence().expect("args");
+    args[0].as_str().expect("a script").to_string()
+}
+
+#[test]
+fn the_deep_tier_job_runs_a_command_vfsmc_accepts_with_one_part_per_pod() {
+    let docs = read("deploy/k8s/deep-tier.yaml");
+    let spec = &docs[0]["spec"];
+    assert_eq!(spec["completionMode"].as_str(), Some("Indexed"));
+    let completions = spec["completions"].as_u64().expect("completions");
+    let container = &spec["template"]["spec"]["containers"][0];
+    let env = container["env"].as_sequence().expect("env");
+    let shards = env
+        .iter()
+        .find(|e| e["name"].as_str() == Some("VFSMC_SHARDS"))
+        .and_then(|e| e["value"].as_str())
+        .and_then(|v| v.parse::<u64>().ok());
+    assert_eq!(shards, Some(completions), "VFSMC_SHARDS is the pod count");
+    let script = script_of(container);
+    assert!(script.contains("$JOB_COMPLETION_INDEX"), "{script}");
+    let words = vfsmc_words(&script);
+    accepted(&words, "deploy/k8s/deep-tier.yaml");
+    assert_eq!(words[1], "check");
+    assert_eq!(
+        number_after(&words, "--split"),
+        Some(completions),
+        "each pod takes one part of every search"
+    );
+    assert!(words.iter().any(|w| w == "json"), "{script}");
+}
+
+#[test]
+fn the_merge_job_runs_vfsmc_merge() {
+    let docs = read("deploy/k8s/deep-tier-merge.yaml");
+    let container = &docs[0]["spec"]["template"]["spec"]["containers"][0];
+    let words = vfsmc_words(&script_of(container));
+    assert_eq!(words[1], "merge");
+    let mut concrete = words.clone();
+    concrete[2] = "deep-0.json".to_string();
+    accepted(&concrete, "deploy/k8s/deep-tier-merge.yaml");
+}
+
+#[test]
+fn the_workflows_deep_job_splits_each_search_over_its_matrix() {
+    let docs = read(".github/workflows/vfsmc.yml");
+    let deep = &docs[0]["jobs"]["deep"];
+    let shards = deep["strategy"]["matrix"]["shard"]
+        .as_sequence()
+        .expect("a shard matrix")
+        .len() as u64;
+    let run = deep["steps"]
+        .as_sequence()
+        .expect("steps")
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .find(|r| r.contains("--tier deep"))
+        .expect("a step that runs the deep tier");
+    let words = vfsmc_words(&run.replace("${{ matrix.shard }}", "1"));
+    accepted(&words, ".github/workflows/vfsmc.yml");
+    assert_eq!(number_after(&words, "--split"), Some(shards), "{run}");
+    let shard = words
+        .iter()
+        .position(|w| w == "--shard")
+        .map(|i| words[i + 1].clone());
+    assert_eq!(shard, Some(format!("1/{shards}")), "{run}");
+}
