@@ -473,3 +473,51 @@ fn stress_failures_are_not_saved_to_the_corpus() {
     assert_eq!(written, 0, "a stress seed was written to {}", dir.display());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--jobs` changes how many searches run at once, never what is printed:
+/// the registry mode's lines, a model's traces and replay lines, and the JSON
+/// item lines (their `seconds` aside) are the same bytes on 1, 2 and 3
+/// workers, and so is the exit code.
+#[test]
+fn the_output_is_the_same_bytes_for_any_number_of_jobs() {
+    let untimed = |o: &Output| -> String {
+        stdout(o)
+            .lines()
+            .map(|l| match serde_json::from_str::<serde_json::Value>(l) {
+                Ok(mut v) if v.is_object() => {
+                    v["seconds"] = serde_json::Value::Null;
+                    v.to_string()
+                }
+                _ => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for args in [
+        &["check", "primitives", "--scenario", "lockref"][..],
+        &[
+            "check",
+            "primitives",
+            "--scenario",
+            "lockref",
+            "--format",
+            "json",
+        ][..],
+    ] {
+        let runs: Vec<Output> = ["1", "2", "3"]
+            .iter()
+            .map(|j| vfsmc(&[args, &["--jobs", j]].concat()))
+            .collect();
+        for r in &runs[1..] {
+            assert_eq!(r.status.code(), runs[0].status.code(), "{args:?}");
+            assert_eq!(untimed(r), untimed(&runs[0]), "{args:?}");
+        }
+        assert!(!stdout(&runs[0]).is_empty(), "{args:?}");
+    }
+    assert_bad_input(&["check", "primitives", "--jobs", "0"], "--jobs=0");
+    assert_bad_input_with(
+        &["check", "primitives"],
+        &[("VFSMC_JOBS", "lots")],
+        "VFSMC_JOBS=lots",
+    );
+}
