@@ -259,6 +259,17 @@ impl Check {
         }
     }
 
+    /// `model/variant [scenario] engine`: how a line names this check.
+    pub fn label(&self) -> String {
+        format!(
+            "{}/{} [{}] {}",
+            self.model.name(),
+            self.variant.name,
+            self.scenario.name,
+            self.engine
+        )
+    }
+
     /// The closure an engine runs once per execution.
     pub fn body(&self) -> Body {
         body_for(self.model, self.run_spec())

@@ -723,7 +723,7 @@ impl CheckRun<'_> {
             let mut one = c.clone();
             one.budget.seed = it.seed;
             one.budget.part = it.part;
-            let meter = (jobs == 1).then(|| Meter::start(label(c)));
+            let meter = (jobs == 1).then(|| Meter::start(c.label()));
             let r = one.run_guarded();
             drop(meter);
             crate::progress::item_done();
@@ -849,30 +849,13 @@ impl CheckRun<'_> {
     }
 }
 
-/// `model/variant [scenario] engine`: the progress line's label of a check.
-fn label(c: &Check) -> String {
-    format!(
-        "{}/{} [{}] {}",
-        c.model.name(),
-        c.variant.name,
-        c.scenario.name,
-        c.engine
-    )
-}
-
 /// `model/variant [scenario] engine`: a diagram's title.
 fn title(r: &Report) -> String {
     format!("{}/{} [{}] {}", r.model, r.variant, r.scenario, r.engine)
 }
 
 fn not_judged_line(c: &Check, why: &str) -> String {
-    format!(
-        "n/a  {}/{} [{}] {}: not judged by this engine: {why}",
-        c.model.name(),
-        c.variant.name,
-        c.scenario.name,
-        c.engine
-    )
+    format!("n/a  {}: not judged by this engine: {why}", c.label())
 }
 
 /// Registry mode's verdicts, counted.

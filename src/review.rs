@@ -236,14 +236,7 @@ fn run_all(req: &Request, checks: &[Check]) -> Vec<Report> {
     let mut out = Vec::with_capacity(checks.len());
     let search = |i: usize| {
         let c = &checks[i];
-        let label = format!(
-            "{}/{} [{}] {}",
-            c.model.name(),
-            c.variant.name,
-            c.scenario.name,
-            c.engine
-        );
-        let line = (jobs == 1).then(|| crate::progress::Meter::start(label));
+        let line = (jobs == 1).then(|| crate::progress::Meter::start(c.label()));
         let r = c
             .run_guarded()
             .expect("a review searches, it does not replay a schedule");

@@ -194,3 +194,57 @@ fn shard_arithmetic() {
         }
     }
 }
+
+/// One loom search split into 3 parts and run as 3 shards (one part each,
+/// the way deploy/k8s/deep-tier.yaml runs the deep tier) merges into the
+/// report of the same split run in one process: verdict, executions,
+/// subtrees and probes; and `--split 0` is bad input.
+#[test]
+fn the_parts_of_one_split_search_are_shards_that_merge_into_it() {
+    let run = [
+        "check",
+        "fdtable",
+        "--variant",
+        "current",
+        "--scenario",
+        "churn",
+        "--engine",
+        "loom",
+        "--split",
+        "3",
+        "--quiet",
+    ];
+    let whole = vfsmc(&run, &[]);
+    let summary = stdout(&whole);
+    assert!(summary.contains("in 3 parts ("), "{summary}");
+    let d = dir("split-merge");
+    let mut files = Vec::new();
+    for i in 1..=3 {
+        let shard = format!("{i}/3");
+        let o = vfsmc(
+            &[&run[..], &["--format", "json", "--shard", &shard]].concat(),
+            &[],
+        );
+        let out = stdout(&o);
+        assert_eq!(items(&out).len(), 1, "shard {shard} runs one part: {out}");
+        assert!(out.contains(&format!("\"index\":{}", i - 1)), "{out}");
+        let f = d.join(format!("part-{i}.json"));
+        std::fs::write(&f, out).unwrap();
+        files.push(f.display().to_string());
+    }
+    let args: Vec<&str> = ["merge"]
+        .into_iter()
+        .chain(files.iter().map(String::as_str))
+        .collect();
+    let merged = vfsmc(&args, &[]);
+    assert_eq!(merged.status.code(), whole.status.code());
+    assert_eq!(stdout(&merged).trim(), summary.trim());
+    let bad = vfsmc(&[&run[..8], &["--split", "0"]].concat(), &[]);
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
