@@ -446,15 +446,13 @@ pub struct Plan {
     pub init: Init,
     pub threads: Vec<Vec<Op>>,
     pub others: usize,
-    pub gp_kthread: bool,
 }
 
-fn plan(init: Init, threads: &[&[Op]], gp_kthread: bool) -> Plan {
+fn plan(init: Init, threads: &[&[Op]]) -> Plan {
     Plan {
         init,
         threads: threads.iter().map(|p| p.to_vec()).collect(),
         others: 0,
-        gp_kthread,
     }
 }
 
@@ -465,19 +463,17 @@ fn churn(_: &[u8]) -> Plan {
             &[Op::Open, Op::Close(Fd::Last)],
             &[Op::Close(Fd::N(0)), Op::Open, Op::Open],
         ],
-        false,
     )
 }
 
 fn rlimit_lowered(_: &[u8]) -> Plan {
-    plan(two_open(), &[&[Op::Open], &[Op::SetRlimit(2)]], false)
+    plan(two_open(), &[&[Op::Open], &[Op::SetRlimit(2)]])
 }
 
 fn dupfd_above_hole(_: &[u8]) -> Plan {
     plan(
         hole_at_three(),
         &[&[Op::DupFd { fd: 0, min: 4 }], &[Op::Open]],
-        false,
     )
 }
 
@@ -485,18 +481,7 @@ fn expand_vs_fget(_: &[u8]) -> Plan {
     plan(
         full_allocated_table(),
         &[&[Op::Open], &[Op::Close(Fd::N(1))], &[Op::Fget(1)]],
-        true,
     )
-}
-
-/// expand-vs-fget with the old table freed at the end, after the joins:
-/// without the grace-period kthread's thread loom can afford bound 3 in the
-/// PR tier (costs of both: docs/fdtable.md, "What each tier proves").
-fn expand_vs_fget_late_free(_: &[u8]) -> Plan {
-    Plan {
-        gp_kthread: false,
-        ..expand_vs_fget(&[])
-    }
 }
 
 fn expand_vs_fget_recycled(_: &[u8]) -> Plan {
@@ -507,43 +492,33 @@ fn expand_vs_fget_recycled(_: &[u8]) -> Plan {
             &[Op::Close(Fd::N(1)), Op::Dup2(0, 1), Op::Open],
             &[Op::Fget(1)],
         ],
-        false,
     )
 }
 
 fn expand_vs_fget_open(_: &[u8]) -> Plan {
-    plan(
-        full_allocated_table(),
-        &[&[Op::Open], &[Op::Fget(1)]],
-        false,
-    )
+    plan(full_allocated_table(), &[&[Op::Open], &[Op::Fget(1)]])
 }
 
 fn dup2_vs_open(_: &[u8]) -> Plan {
-    plan(three_open(), &[&[Op::Open], &[Op::Dup2(0, 3)]], false)
+    plan(three_open(), &[&[Op::Open], &[Op::Dup2(0, 3)]])
 }
 
 fn fork_vs_open(_: &[u8]) -> Plan {
-    plan(three_open(), &[&[Op::Open], &[Op::Fork]], false)
+    plan(three_open(), &[&[Op::Open], &[Op::Fork]])
 }
 
 fn fork_vs_expand(_: &[u8]) -> Plan {
-    plan(hole_at_three(), &[&[Op::Fork], &[Op::Dup2(0, 9)]], true)
+    plan(hole_at_three(), &[&[Op::Fork], &[Op::Dup2(0, 9)]])
 }
 
 fn close_vs_fget(_: &[u8]) -> Plan {
-    plan(
-        one_file_twice(),
-        &[&[Op::Fget(0)], &[Op::Close(Fd::N(0))]],
-        false,
-    )
+    plan(one_file_twice(), &[&[Op::Fget(0)], &[Op::Close(Fd::N(0))]])
 }
 
 fn close_vs_fget_last(_: &[u8]) -> Plan {
     plan(
         three_open(),
         &[&[Op::Fget(1)], &[Op::Fget(1)], &[Op::Close(Fd::N(1))]],
-        false,
     )
 }
 
@@ -551,7 +526,6 @@ fn fget_vs_recycle(_: &[u8]) -> Plan {
     plan(
         three_open(),
         &[&[Op::Fget(1)], &[Op::Dup2(0, 1), Op::OpenPath]],
-        false,
     )
 }
 
@@ -562,7 +536,6 @@ fn fget_vs_denied_open(_: &[u8]) -> Plan {
             &[Op::Fget(1)],
             &[Op::Close(Fd::N(1)), Op::OpenDenied, Op::Open],
         ],
-        false,
     )
 }
 
@@ -579,7 +552,6 @@ fn exec_vs_fget_task(_: &[u8]) -> Plan {
                 &[Op::FgetTask(3)],
                 &[Op::OpenElsewhere],
             ],
-            false,
         )
     }
 }
@@ -588,7 +560,6 @@ fn dupfd_vs_close(_: &[u8]) -> Plan {
     plan(
         three_open(),
         &[&[Op::DupFd { fd: 2, min: 2 }], &[Op::Close(Fd::N(0))]],
-        false,
     )
 }
 
@@ -596,23 +567,17 @@ fn fdget_vs_exit(_: &[u8]) -> Plan {
     plan(
         two_open(),
         &[&[Op::Fdget(1)], &[Op::Close(Fd::N(1)), Op::Exit]],
-        false,
     )
 }
 
 fn nr_open_vs_dup2(_: &[u8]) -> Plan {
-    plan(
-        three_open(),
-        &[&[Op::Dup2(0, 5)], &[Op::SetNrOpen(4)]],
-        false,
-    )
+    plan(three_open(), &[&[Op::Dup2(0, 5)], &[Op::SetNrOpen(4)]])
 }
 
 fn close_range_vs_dup2(_: &[u8]) -> Plan {
     plan(
         full_allocated_table(),
         &[&[Op::Dup2(0, 5)], &[Op::CloseRange(1, 1)]],
-        true,
     )
 }
 
@@ -629,7 +594,6 @@ fn unshare_vs_expand(_: &[u8]) -> Plan {
     plan(
         open_above_a_hole(),
         &[&[Op::CloseRangeUnshare(5, 7)], &[Op::Dup2(0, 9)]],
-        false,
     )
 }
 
@@ -637,39 +601,7 @@ fn close_range_vs_open(_: &[u8]) -> Plan {
     plan(
         full_allocated_table(),
         &[&[Op::Open], &[Op::CloseRange(2, 7)]],
-        false,
     )
-}
-
-/// `plan` with the grace-period kthread beside its threads: pending
-/// callbacks (the old table's free) run during the race, not after the
-/// joins. The kthread is a thread of its own for loom even while it sleeps,
-/// so these twins run at bound 2.
-fn with_gp_kthread(plan: Plan) -> Plan {
-    Plan {
-        gp_kthread: true,
-        ..plan
-    }
-}
-
-/// The `-gp` twin of scenario `$base` (plan `$plan`, goals `$goals`): the
-/// same race at bound 2 with the grace-period kthread.
-macro_rules! gp_twin {
-    ($base:literal, $plan:ident, $goals:expr) => {
-        Scenario {
-            name: concat!($base, "-gp"),
-            about: concat!(
-                $base,
-                " with the grace-period kthread, which frees the old table during the race \
-                 (bound 2)"
-            ),
-            goals: $goals,
-            loom_bound: Some(2),
-            tier: Tier::Pr,
-            generated: false,
-            plan: |_| with_gp_kthread($plan(&[])),
-        }
-    };
 }
 
 fn generated(input: &[u8]) -> Plan {
@@ -677,7 +609,6 @@ fn generated(input: &[u8]) -> Plan {
         init: generated_init(),
         threads: decode(input),
         others: 0,
-        gp_kthread: false,
     }
 }
 
@@ -728,9 +659,9 @@ const SCENARIOS: &[Row] = &[
         name: "expand-vs-fget-recycled",
         about: "a full allocated table: T0's open expands it; T1 closes fd 1, dup2s fd 0 \
                 onto it and opens (recycling the closed file's memory at another fd); \
-                T2 fgets fd 1 locklessly (old tables are freed at the end)",
+                T2 fgets fd 1 locklessly; the grace-period kthread frees the old table",
         goals: &["expanded", "fget_saw_old_table"],
-        loom_bound: Some(3),
+        loom_bound: Some(2),
         tier: Tier::Pr,
         generated: false,
         plan: expand_vs_fget_recycled,
@@ -738,37 +669,28 @@ const SCENARIOS: &[Row] = &[
     Scenario {
         name: "expand-vs-fget-open",
         about: "a full allocated table: T0's open expands it while T1 fgets fd 1, which \
-                nobody closes (an EBADF would be wrong)",
+                nobody closes (an EBADF would be wrong); the grace-period kthread frees \
+                the old table",
         goals: &["expanded", "fget_saw_old_table"],
-        loom_bound: None,
+        loom_bound: Some(3),
         tier: Tier::Pr,
         generated: false,
         plan: expand_vs_fget_open,
     },
     Scenario {
-        name: "expand-vs-fget-late-free",
-        about: "expand-vs-fget with the old table freed at the end instead of by the \
-                grace-period kthread, so loom can afford three preemptions",
+        name: "expand-vs-fget-open-deep",
+        about: "expand-vs-fget-open at preemption bound 4 (deep tier)",
         goals: &["expanded", "fget_saw_old_table"],
-        loom_bound: Some(3),
-        tier: Tier::Pr,
-        generated: false,
-        plan: expand_vs_fget_late_free,
-    },
-    Scenario {
-        name: "expand-vs-fget-late-free-deep",
-        about: "expand-vs-fget-late-free at preemption bound 5 (deep tier)",
-        goals: &["expanded", "fget_saw_old_table"],
-        loom_bound: Some(5),
+        loom_bound: Some(4),
         tier: Tier::Deep,
         generated: false,
-        plan: expand_vs_fget_late_free,
+        plan: expand_vs_fget_open,
     },
     Scenario {
         name: "expand-vs-fget-recycled-deep",
-        about: "expand-vs-fget-recycled at preemption bound 5 (deep tier)",
+        about: "expand-vs-fget-recycled at preemption bound 3 (deep tier)",
         goals: &["expanded", "fget_saw_old_table"],
-        loom_bound: Some(5),
+        loom_bound: Some(3),
         tier: Tier::Deep,
         generated: false,
         plan: expand_vs_fget_recycled,
@@ -816,20 +738,18 @@ const SCENARIOS: &[Row] = &[
         name: "close-range-vs-open",
         about: "a full allocated table: T0 opens (expanding it and installing locklessly, or \
                 taking an fd T1 freed) while T1 close_range(2, 7) drops file_lock around \
-                each close",
+                each close; the grace-period kthread frees the old table",
         goals: &["expanded"],
-        // Unbounded it is 410,472 executions, 30 s per holding variant: the
-        // deep twin below keeps that proof nightly.
-        loom_bound: Some(6),
+        loom_bound: Some(3),
         tier: Tier::Pr,
         generated: false,
         plan: close_range_vs_open,
     },
     Scenario {
         name: "close-range-vs-open-deep",
-        about: "close-range-vs-open with no preemption bound (deep tier: 410k loom executions)",
+        about: "close-range-vs-open at preemption bound 4 (deep tier)",
         goals: &["expanded"],
-        loom_bound: None,
+        loom_bound: Some(4),
         tier: Tier::Deep,
         generated: false,
         plan: close_range_vs_open,
@@ -838,10 +758,19 @@ const SCENARIOS: &[Row] = &[
         name: "unshare-vs-expand",
         about: "a two-word table with fds 0-2, 4 and 6 open: T0 close_range(5, 7, \
                 CLOSE_RANGE_UNSHARE) copies it with that punch hole while T1 dup2(0, 9) \
-                expands it",
+                expands it; the grace-period kthread frees the old tables",
         goals: &["dup_fd_resize", "expanded"],
-        loom_bound: None,
+        loom_bound: Some(4),
         tier: Tier::Pr,
+        generated: false,
+        plan: unshare_vs_expand,
+    },
+    Scenario {
+        name: "unshare-vs-expand-deep",
+        about: "unshare-vs-expand at preemption bound 5 (deep tier)",
+        goals: &["dup_fd_resize", "expanded"],
+        loom_bound: Some(5),
+        tier: Tier::Deep,
         generated: false,
         plan: unshare_vs_expand,
     },
@@ -937,27 +866,6 @@ const SCENARIOS: &[Row] = &[
         generated: false,
         plan: close_range_vs_dup2,
     },
-    gp_twin!(
-        "expand-vs-fget-recycled",
-        expand_vs_fget_recycled,
-        &["expanded", "fget_saw_old_table"]
-    ),
-    gp_twin!(
-        "expand-vs-fget-open",
-        expand_vs_fget_open,
-        &["expanded", "fget_saw_old_table"]
-    ),
-    gp_twin!("close-range-vs-open", close_range_vs_open, &["expanded"]),
-    gp_twin!(
-        "unshare-vs-expand",
-        unshare_vs_expand,
-        &["dup_fd_resize", "expanded"]
-    ),
-    gp_twin!(
-        "nr-open-vs-dup2",
-        nr_open_vs_dup2,
-        &["alloc_fdtable_emfile", "expanded"]
-    ),
     Scenario {
         name: "generated",
         about: "2-3 threads of 1-3 calls decoded from the input bytes, from fds 0-2 open \
@@ -1458,22 +1366,11 @@ impl Spec for Fdtable {
                 })
             })
             .collect();
-        let gp = plan.gp_kthread.then(|| {
-            let w = world.clone();
-            exec::spawn("rcu_gp", move || {
-                let t = Task::new("rcu_gp", Context::Kthread);
-                w.fs.rcu.gp_kthread(&t);
-            })
-        });
         for h in handles {
             h.join();
         }
-        world.fs.rcu.stop_gp_kthread();
-        if let Some(h) = gp {
-            h.join();
-        }
         let main = Task::new("main", Context::Task);
-        world.fs.rcu.rcu_barrier(&main);
+        world.fs.rcu.quiesce(&main);
         watch.finish("main", &world);
     }
 
@@ -1495,7 +1392,7 @@ pub fn run_single(variant: &str, init: &Init, ops: &[Op]) -> Vec<OpResult> {
     let t = Task::new("T0", Context::Task);
     let results = run_program(&fs, &t, ops);
     let main = Task::new("main", Context::Task);
-    fs.rcu.rcu_barrier(&main);
+    fs.rcu.quiesce(&main);
     results
 }
 

@@ -597,11 +597,13 @@ impl World {
             base: fdtable::Base::Current,
             bug: code.table,
         };
+        let vfs = Vfs::build(code.ring.open.walk.vfs, tree);
+        // The submitter and its io-wq workers share the table
+        // (create_io_thread passes CLONE_FILES), in the VFS's RCU domain.
+        let fds = Fs::new_in(table, &fd_init(), 2, vfs.rcu.clone());
         World {
-            vfs: Vfs::build(code.ring.open.walk.vfs, tree),
-            // The submitter and its io-wq workers share the table
-            // (create_io_thread passes CLONE_FILES).
-            fds: Fs::new(table, &fd_init(), 2),
+            vfs,
+            fds,
             opens: OpenLog::default(),
             ring: RingState::new(),
         }
@@ -866,7 +868,8 @@ fn spawn_worker(w: &Arc<World>, flavor: Flavor, n: usize) {
 }
 
 /// The process exits (exit_files): every fd a request installed is closed
-/// and its file's path references put; then pending RCU callbacks run.
+/// and its file's path references put; then the RCU domain (the VFS's and the
+/// table's) quiesces.
 fn exit_files(w: &World, main: &Task) {
     let installed: Vec<_> = {
         let log = w.ring.log();
@@ -884,8 +887,7 @@ fn exit_files(w: &World, main: &Task) {
         let _ = w.fds.close_fd(main, fd);
         vfsmc_model::namei::path_put(&w.vfs, main, path);
     }
-    w.vfs.rcu.rcu_barrier(main);
-    w.fds.rcu.rcu_barrier(main);
+    w.vfs.rcu.quiesce(main);
 }
 
 fn path_text(name: &Filename) -> String {

@@ -49,9 +49,6 @@ pub struct Plan {
     pub tree: &'static [Node],
     pub openers: &'static [Opener],
     pub actor: &'static [Op],
-    /// Whether the RCU grace-period kthread runs (and frees) during the
-    /// execution; otherwise pending callbacks run at the end.
-    pub gp_kthread: bool,
     /// How many times each opener opens and closes its name (1 in every
     /// hand-written scenario; the native opencreate1 loop runs more).
     pub rounds: u32,
@@ -90,9 +87,9 @@ const fn plain(path: &'static str) -> Opener {
 const TMP: &[Node] = &[Node::Dir("/tmp")];
 const TMP_X: &[Node] = &[Node::Dir("/tmp"), Node::File("/tmp/x")];
 
-/// The hand-written scenarios; each is (tree, openers, actor, gp kthread).
+/// The hand-written scenarios; each is (tree, openers, actor).
 macro_rules! plan_fn {
-    ($name:ident, $tree:expr, $openers:expr, $actor:expr, $gp:expr) => {
+    ($name:ident, $tree:expr, $openers:expr, $actor:expr) => {
         fn $name(_: &[u8]) -> Plan {
             const TREE: &[Node] = $tree;
             const OPENERS: &[Opener] = $openers;
@@ -101,7 +98,6 @@ macro_rules! plan_fn {
                 tree: TREE,
                 openers: OPENERS,
                 actor: ACTOR,
-                gp_kthread: $gp,
                 rounds: 1,
             }
         }
@@ -116,15 +112,13 @@ plan_fn!(
         Node::File("/tmp/b")
     ],
     &[creat("/tmp/a"), creat("/tmp/b")],
-    &[],
-    false
+    &[]
 );
 plan_fn!(
     unlink_vs_open,
     TMP_X,
     &[creat("/tmp/x")],
-    &[Op::Unlink("/tmp/x")],
-    false
+    &[Op::Unlink("/tmp/x")]
 );
 plan_fn!(
     rename_parent_vs_open,
@@ -134,71 +128,56 @@ plan_fn!(
         Node::File("/tmp/d/x")
     ],
     &[creat("/tmp/d/x")],
-    &[Op::Rename("/tmp/d", "/tmp/b2")],
-    false
+    &[Op::Rename("/tmp/d", "/tmp/b2")]
 );
 plan_fn!(
     rename_target_vs_open,
     TMP_X,
     &[creat("/tmp/x")],
-    &[Op::Rename("/tmp/x", "/tmp/c")],
-    false
+    &[Op::Rename("/tmp/x", "/tmp/c")]
 );
 plan_fn!(
     create_vs_create,
     TMP,
     &[creat("/tmp/x"), creat("/tmp/x")],
-    &[],
-    false
+    &[]
 );
-plan_fn!(
-    excl_vs_excl,
-    TMP,
-    &[excl("/tmp/x"), excl("/tmp/x")],
-    &[],
-    false
-);
+plan_fn!(excl_vs_excl, TMP, &[excl("/tmp/x"), excl("/tmp/x")], &[]);
 plan_fn!(
     excl_vs_unlink,
     TMP_X,
     &[excl("/tmp/x")],
-    &[Op::Unlink("/tmp/x")],
-    false
+    &[Op::Unlink("/tmp/x")]
 );
 plan_fn!(
     rmdir_vs_open,
     &[Node::Dir("/tmp"), Node::Dir("/tmp/d")],
     &[creat("/tmp/d/x")],
-    &[Op::Rmdir("/tmp/d")],
-    false
+    &[Op::Rmdir("/tmp/d")]
 );
 plan_fn!(
     delegation_retry,
     &[Node::Dir("/tmp"), Node::Delegated("/tmp")],
     &[creat("/tmp/x")],
-    &[Op::Delegate("/tmp")],
-    false
+    &[Op::Delegate("/tmp")]
 );
 plan_fn!(
     kill_vs_open,
     TMP_X,
     &[creat("/tmp/x")],
-    &[Op::Kill("/tmp/x")],
-    true
+    &[Op::Kill("/tmp/x")]
 );
 plan_fn!(
     trailing_slash,
     TMP_X,
     &[creat("/tmp/x/")],
-    &[Op::Unlink("/tmp/x")],
-    false
+    &[Op::Unlink("/tmp/x")]
 );
 plan_fn!(
     lookup_vs_lookup,
     &[Node::Dir("/tmp"), Node::Uncached("/tmp/x")],
     &[plain("/tmp/x"), plain("/tmp/x")],
-    &[],
-    false
+    &[]
 );
 plan_fn!(
     audited_open,
@@ -208,15 +187,13 @@ plan_fn!(
         flags: CREAT,
         audit: true,
     }],
-    &[Op::Unlink("/tmp/x")],
-    false
+    &[Op::Unlink("/tmp/x")]
 );
 plan_fn!(
     negative_vs_create,
     &[Node::Dir("/tmp"), Node::Negative("/tmp/x")],
     &[creat("/tmp/x")],
-    &[Op::Create("/tmp/x")],
-    false
+    &[Op::Create("/tmp/x")]
 );
 
 /// opencreate1 as will-it-scale runs it, for the native bench on the stress
@@ -235,7 +212,6 @@ fn opencreate1_loop(bytes: &[u8]) -> Plan {
         tree: TREE,
         openers: &BOTH[..threads],
         actor: &[],
-        gp_kthread: false,
         rounds: u32::from(bytes.get(1).copied().unwrap_or(1).max(1)),
     }
 }
@@ -728,25 +704,14 @@ impl Spec for OpenCreat {
                 }
             })
         });
-        let gp = plan.gp_kthread.then(|| {
-            let w = world.clone();
-            exec::spawn("rcu_gp", move || {
-                let t = Task::new("rcu_gp", Context::Kthread);
-                w.vfs.rcu.gp_kthread(&t);
-            })
-        });
         for h in openers {
             h.join();
         }
         if let Some(h) = actor {
             h.join();
         }
-        world.vfs.rcu.stop_gp_kthread();
-        if let Some(h) = gp {
-            h.join();
-        }
         let main = Task::new("main", Context::Task);
-        world.vfs.rcu.rcu_barrier(&main);
+        world.vfs.rcu.quiesce(&main);
         watch.finish("main", &world);
     }
 

@@ -677,16 +677,9 @@ fn rcu(how: Use, w: &Arc<World>) {
             _ => free_later(&u, &t),
         }
     });
-    let k = s.clone();
-    let kthread = exec::spawn("rcu_gp", move || {
-        let t = Task::new("rcu_gp", Context::Kthread);
-        k.rcu.gp_kthread(&t);
-    });
     reader.join();
     updater.join();
-    s.rcu.stop_gp_kthread();
-    kthread.join();
-    s.rcu.rcu_barrier(&main);
+    s.rcu.quiesce(&main);
 }
 
 // --- RCU read-side sections without rcu_read_lock (consolidated RCU) -------
@@ -831,16 +824,9 @@ fn typesafe(how: Use, w: &Arc<World>) {
         o.gp.rcu_assign_pointer(&t, 0);
         put(&o, &t, obj);
     });
-    let k = s.clone();
-    let kthread = exec::spawn("rcu_gp", move || {
-        let t = Task::new("rcu_gp", Context::Kthread);
-        k.rcu.gp_kthread(&t);
-    });
     reader.join();
     owner.join();
-    s.rcu.stop_gp_kthread();
-    kthread.join();
-    s.rcu.rcu_barrier(&main);
+    s.rcu.quiesce(&main);
 }
 
 // --- lockref: dead dentries -------------------------------------------------

@@ -59,42 +59,28 @@ pub struct Plan {
     pub tree: &'static [Node],
     pub walker: Walker,
     pub actor: &'static [Op],
-    /// Whether the RCU grace-period kthread runs (and frees) during the
-    /// execution; otherwise pending callbacks run at the end.
-    pub gp_kthread: bool,
 }
 
 const ABC: &[Node] = &[Node::Dir("/a"), Node::Dir("/a/b"), Node::File("/a/b/c")];
 
-const fn plan(tree: &'static [Node], walker: Walker, actor: &'static [Op], gp: bool) -> Plan {
+const fn plan(tree: &'static [Node], walker: Walker, actor: &'static [Op]) -> Plan {
     Plan {
         tree,
         walker,
         actor,
-        gp_kthread: gp,
     }
 }
 
 fn rename_vs_walk(_: &[u8]) -> Plan {
-    plan(
-        ABC,
-        Walker::Lookup("/a/b/c"),
-        &[Op::Rename("/a/b", "/a/x")],
-        false,
-    )
+    plan(ABC, Walker::Lookup("/a/b/c"), &[Op::Rename("/a/b", "/a/x")])
 }
 
 fn unlink_vs_walk(_: &[u8]) -> Plan {
-    plan(
-        ABC,
-        Walker::Lookup("/a/b/c"),
-        &[Op::Unlink("/a/b/c")],
-        false,
-    )
+    plan(ABC, Walker::Lookup("/a/b/c"), &[Op::Unlink("/a/b/c")])
 }
 
 fn kill_vs_walk(_: &[u8]) -> Plan {
-    plan(ABC, Walker::Lookup("/a/b/c"), &[Op::Kill("/a/b/c")], true)
+    plan(ABC, Walker::Lookup("/a/b/c"), &[Op::Kill("/a/b/c")])
 }
 
 fn kill_vs_unlazy(_: &[u8]) -> Plan {
@@ -103,13 +89,12 @@ fn kill_vs_unlazy(_: &[u8]) -> Plan {
         TREE,
         Walker::Lookup("/c"),
         &[Op::Kill("/c"), Op::RcuBarrier],
-        false,
     )
 }
 
 fn umount_vs_walk(_: &[u8]) -> Plan {
     const TREE: &[Node] = &[Node::Dir("/a"), Node::Mount("/a"), Node::Dir("/a/b")];
-    plan(TREE, Walker::Lookup("/a/b"), &[Op::Umount("/a")], false)
+    plan(TREE, Walker::Lookup("/a/b"), &[Op::Umount("/a")])
 }
 
 fn symlink_vs_rename(_: &[u8]) -> Plan {
@@ -123,7 +108,6 @@ fn symlink_vs_rename(_: &[u8]) -> Plan {
         TREE,
         Walker::Lookup("/a/l/c"),
         &[Op::Rename("/a/b", "/a/x")],
-        false,
     )
 }
 
@@ -143,18 +127,12 @@ fn dotdot_aba(_: &[u8]) -> Plan {
             Op::Mkdir("/tmp/a"),
             Op::Rename("/tmp/b", "/tmp/a/b"),
         ],
-        false,
     )
 }
 
 fn negative_to_positive(_: &[u8]) -> Plan {
     const TREE: &[Node] = &[Node::Dir("/a"), Node::Dir("/a/b"), Node::Negative("/a/b/c")];
-    plan(
-        TREE,
-        Walker::RefWalk("/a/b/c"),
-        &[Op::Create("/a/b/c")],
-        false,
-    )
+    plan(TREE, Walker::RefWalk("/a/b/c"), &[Op::Create("/a/b/c")])
 }
 
 const SCENARIOS: &[ScenarioRow<Plan>] = &[
@@ -213,7 +191,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         name: "umount-vs-walk",
         about: "a filesystem mounted on /a holding /a/b; the walker looks up /a/b (crossing the \
                 mount lazily, legitimizing it at the end) while the actor umounts /a \
-                synchronously (the mount is freed after the threads, by rcu_barrier)",
+                synchronously (the grace-period kthread frees the mount during the race)",
         goals: &[
             "legitimized",
             "legitimize_mnt_raced_umount",
@@ -530,21 +508,10 @@ impl Spec for Unlazy {
                 act(&w.vfs, &t, *op);
             }
         });
-        let gp = plan.gp_kthread.then(|| {
-            let w = world.clone();
-            exec::spawn("rcu_gp", move || {
-                let t = Task::new("rcu_gp", Context::Kthread);
-                w.vfs.rcu.gp_kthread(&t);
-            })
-        });
         t0.join();
         t1.join();
-        world.vfs.rcu.stop_gp_kthread();
-        if let Some(h) = gp {
-            h.join();
-        }
         let main = Task::new("main", Context::Task);
-        world.vfs.rcu.rcu_barrier(&main);
+        world.vfs.rcu.quiesce(&main);
         watch.finish("main", &world);
     }
 

@@ -424,6 +424,13 @@ impl Fs {
     /// Builds the initial state (inside an engine, before any thread runs):
     /// `sharers` tasks share the table (`files->count`).
     pub fn new(flavor: Flavor, init: &Init, sharers: u32) -> Fs {
+        Fs::new_in(flavor, init, sharers, Rcu::new())
+    }
+
+    /// [`Fs::new`] in the kernel's RCU domain `rcu` (one kernel, one RCU:
+    /// a model that composes the table with other mechanisms passes theirs,
+    /// so one grace-period kthread frees for all of them).
+    pub fn new_in(flavor: Flavor, init: &Init, sharers: u32, rcu: Rcu) -> Fs {
         let file_lock = SpinLock::new("file_lock");
         // Initial files are objects 1..=nfiles, preallocated below.
         let mut slots = vec![0; init.max_fds as usize];
@@ -468,7 +475,7 @@ impl Fs {
             filp: Slab::typesafe_by_rcu("file"),
             filp_cachep: crate::sync::Mutex::new(),
             resize_wait: crate::sync::Mutex::new(),
-            rcu: Rcu::new(),
+            rcu,
             rlimit_nofile: Atomic::new("RLIMIT_NOFILE", u64::from(init.rlimit)),
             sysctl_nr_open: Atomic::new("sysctl_nr_open", u64::from(SYSCTL_NR_OPEN)),
             ghost: GhostMutex::new(ghost),

@@ -30,10 +30,13 @@
 //! on a reader slot. [`RcuFlavor::PreV420`] is the older kernel, whose
 //! `synchronize_rcu` did not wait for them (that took `synchronize_sched`).
 //!
-//! Callbacks queued by `call_rcu` run on the grace-period actor
-//! ([`Rcu::gp_kthread`]) during the execution, after a grace period that
-//! started after they were queued; whatever is still pending at quiescence
-//! runs in [`Rcu::rcu_barrier`].
+//! Callbacks queued by `call_rcu` run on the domain's grace-period kthread
+//! during the execution, after a grace period that started after they were
+//! queued. The kthread starts at the domain's first `call_rcu` (the trace
+//! gains its `rcu_gp` column there), so a scenario that queues nothing pays
+//! loom nothing for it, and every scenario that queues a free lets the grace
+//! period and the free run during the race. [`Rcu::quiesce`] stops it at the
+//! end of the execution and runs whatever is still pending.
 //!
 //! Objects live in a [`Slab`]: `kfree` (or a `call_rcu` callback after a
 //! grace period) marks an object freed, and **any later access is a
@@ -53,12 +56,24 @@ use std::sync::{Arc, Mutex as GhostMutex};
 use crate::exec;
 use crate::kernel::task::Task;
 use crate::sync::{self, Ordering};
-use crate::trace::{intern, Effect, Name, Show, Val};
+use crate::trace::{intern, Context, Effect, Name, Show, Val};
 
 /// Reader slots per RCU domain: loom allows 4 spawned threads plus main.
 const MAX_READERS: usize = 8;
 
 type Callback = Box<dyn FnOnce(&Task) + Send>;
+
+/// The life of a domain's grace-period kthread (ghost).
+enum Kthread {
+    /// No `call_rcu` yet: no thread, so an idle domain adds no branch point.
+    NotStarted,
+    /// The first `call_rcu` is spawning it.
+    Starting,
+    Running(sync::JoinHandle<()>),
+    /// [`Rcu::quiesce`] stopped it (or it never started): callbacks queued
+    /// from now on run in [`Rcu::rcu_barrier`].
+    Stopped,
+}
 
 /// Which kernel's grace period: before or after the RCU flavour
 /// consolidation.
@@ -113,7 +128,12 @@ struct Domain {
     /// so everything the caller did before call_rcu happens before the grace
     /// period that frees (the kernel's callback-list hand-off).
     queued: sync::AtomicU64,
+    /// Tickets up to this one have been invoked by the GP kthread (stored
+    /// under `wake_lock` after each batch, with a wake-up): what
+    /// `rcu_barrier` waits for while the kthread runs.
+    invoked: sync::AtomicU64,
     stop: sync::AtomicU64,
+    kthread: GhostMutex<Kthread>,
     /// The GP kthread sleeps on `wake` (under `wake_lock`) while nothing is
     /// pending: a sleeping actor an engine may wake and run at any point,
     /// where a spinning one would only run once every other thread blocks.
@@ -152,7 +172,9 @@ impl Rcu {
             claims: sync::AtomicU64::new(0),
             callbacks: GhostMutex::new(Vec::new()),
             queued: sync::AtomicU64::new(0),
+            invoked: sync::AtomicU64::new(0),
             stop: sync::AtomicU64::new(0),
+            kthread: GhostMutex::new(Kthread::NotStarted),
             wake_lock: sync::Mutex::new(),
             wake: sync::Condvar::new(),
             gp_seq: GhostU64::new(0),
@@ -292,9 +314,10 @@ impl Rcu {
         t.step(Effect::GracePeriod { gp, waited });
     }
 
-    /// call_rcu: run `callback` after a grace period (on the GP kthread, see
-    /// [`Rcu::gp_kthread`], or at the end of the execution). The trace shows
-    /// `call_rcu(func(obj))`, or `call_rcu(obj)` when `func` is `None`.
+    /// call_rcu: run `callback` after a grace period, on the GP kthread
+    /// (started by the domain's first call) or, once [`Rcu::quiesce`] stopped
+    /// it, at the end of the execution. The trace shows `call_rcu(func(obj))`,
+    /// or `call_rcu(obj)` when `func` is `None`.
     pub fn call_rcu(
         &self,
         t: &Task,
@@ -317,6 +340,26 @@ impl Rcu {
         }
         self.0.wake.notify_all();
         drop(wake);
+        self.start_gp_kthread();
+    }
+
+    /// Spawns the GP kthread unless it was started (or stopped) already. The
+    /// ghost lock is not held across the spawn: under std the new thread may
+    /// run at once and take it.
+    fn start_gp_kthread(&self) {
+        {
+            let mut k = ghost(&self.0.kthread);
+            if !matches!(*k, Kthread::NotStarted) {
+                return;
+            }
+            *k = Kthread::Starting;
+        }
+        let rcu = self.clone();
+        let handle = exec::spawn("rcu_gp", move || {
+            let t = Task::new("rcu_gp", Context::Kthread);
+            rcu.gp_kthread(&t);
+        });
+        *ghost(&self.0.kthread) = Kthread::Running(handle);
     }
 
     fn run_callbacks(&self, t: &Task, batch: Vec<(u64, Callback)>) {
@@ -325,28 +368,33 @@ impl Rcu {
         }
     }
 
-    /// The callbacks whose call_rcu this thread has synchronised with.
-    fn take_batch(&self) -> Vec<(u64, Callback)> {
+    /// The callbacks whose call_rcu this thread has synchronised with, and
+    /// the last ticket it saw.
+    fn take_batch(&self) -> (u64, Vec<(u64, Callback)>) {
         let upto = self.0.queued.load(Ordering::Acquire);
         let mut pending = ghost(&self.0.callbacks);
         let (batch, later) = std::mem::take(&mut *pending)
             .into_iter()
             .partition(|(n, _)| *n <= upto);
         *pending = later;
-        batch
+        (upto, batch)
     }
 
-    /// The grace-period kthread: whenever callbacks are pending, wait a grace
-    /// period and run the callbacks queued before it started; sleep while
-    /// nothing is pending. Returns once [`Rcu::stop_gp_kthread`] was called
-    /// and nothing is pending.
-    pub fn gp_kthread(&self, t: &Task) {
+    /// kernel/rcu/tree.c:rcu_gp_kthread with rcu_do_batch folded in: whenever
+    /// callbacks are pending, wait a grace period and run the callbacks
+    /// queued before it started; sleep while nothing is pending. Returns once
+    /// [`Rcu::quiesce`] stopped it and nothing is pending.
+    fn gp_kthread(&self, t: &Task) {
         let _f = t.enter("rcu_gp_kthread");
         loop {
-            let batch = self.take_batch();
+            let (upto, batch) = self.take_batch();
             if !batch.is_empty() {
                 self.synchronize_rcu(t);
                 self.run_callbacks(t, batch);
+                let wake = self.0.wake_lock.lock();
+                self.0.invoked.store(upto, Ordering::Release);
+                self.0.wake.notify_all();
+                drop(wake);
                 continue;
             }
             let mut wake = self.0.wake_lock.lock();
@@ -362,19 +410,46 @@ impl Rcu {
         }
     }
 
-    /// Tells the GP kthread to finish once nothing is pending.
-    pub fn stop_gp_kthread(&self) {
-        let wake = self.0.wake_lock.lock();
-        self.0.stop.store(1, Ordering::Release);
-        self.0.wake.notify_all();
-        drop(wake);
+    /// The end of an execution, on `t` after every other thread of the
+    /// domain was joined: stops the GP kthread once nothing is pending, joins
+    /// it, and runs what callbacks queued meanwhile (by callbacks) left.
+    pub fn quiesce(&self, t: &Task) {
+        let kthread = std::mem::replace(&mut *ghost(&self.0.kthread), Kthread::Stopped);
+        match kthread {
+            Kthread::Running(handle) => {
+                let wake = self.0.wake_lock.lock();
+                self.0.stop.store(1, Ordering::Release);
+                self.0.wake.notify_all();
+                drop(wake);
+                handle.join();
+            }
+            Kthread::Starting => panic!("Rcu::quiesce while a call_rcu is still running"),
+            Kthread::NotStarted | Kthread::Stopped => {}
+        }
+        while !ghost(&self.0.callbacks).is_empty() {
+            self.rcu_barrier(t);
+        }
     }
 
-    /// rcu_barrier: a grace period, then the callbacks queued before it
-    /// (at quiescence; or by an actor in a scenario without the GP kthread,
-    /// as `deactivate_locked_super` calls it).
+    /// kernel/rcu/tree.c:rcu_barrier: returns once every callback queued
+    /// before the call has been invoked. While the GP kthread runs it invokes
+    /// them and this waits for its ticket (as deactivate_locked_super waits
+    /// during an unmount); without it, a grace period here and the callbacks.
     pub fn rcu_barrier(&self, t: &Task) {
-        let batch = self.take_batch();
+        let running = matches!(
+            *ghost(&self.0.kthread),
+            Kthread::Starting | Kthread::Running(_)
+        );
+        if running {
+            let upto = self.0.queued.load(Ordering::Acquire);
+            let mut wake = self.0.wake_lock.lock();
+            while self.0.invoked.load(Ordering::Acquire) < upto {
+                wake = self.0.wake.wait(wake);
+            }
+            drop(wake);
+            return;
+        }
+        let (_, batch) = self.take_batch();
         if !batch.is_empty() {
             self.synchronize_rcu(t);
             self.run_callbacks(t, batch);

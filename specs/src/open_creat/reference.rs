@@ -93,7 +93,7 @@ pub fn run_single(variant: &str, tree: &'static [Node], ops: &[SeqOp]) -> Vec<Op
         }
     }
     let main = Task::new("main", Context::Task);
-    vfs.rcu.rcu_barrier(&main);
+    vfs.rcu.quiesce(&main);
     crate::raise_end_violations("main", super::INVARIANTS, &world);
     outcomes
 }
