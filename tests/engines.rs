@@ -11,6 +11,7 @@ use vfsmc::engine::{self, Budget, EngineKind, ScheduleError};
 use vfsmc::render::text_trace;
 use vfsmc_model::exec;
 use vfsmc_model::kernel::atomic::Atomic;
+use vfsmc_model::kernel::rcu::{ObjRef, Slab};
 use vfsmc_model::kernel::spinlock::SpinLock;
 use vfsmc_model::kernel::task::Task;
 use vfsmc_model::sync;
@@ -33,6 +34,11 @@ enum Does {
     AbbaRaw,
     SpinForever,
     Oops,
+    /// T0 drops its reference with a put that ignores the result, then
+    /// touches the object; T1's atomic_dec_and_test frees it.
+    PutThenTouch,
+    /// The same with T0's touch before its put.
+    TouchThenPut,
 }
 
 const VARIANTS: &[Variant<Does>] = &[
@@ -84,6 +90,22 @@ const VARIANTS: &[Variant<Does>] = &[
         about: "a bug in model code itself",
         code: Does::Oops,
     },
+    Variant {
+        name: "put-then-touch",
+        expected: Expected::Violates("use_after_free"),
+        witness: "two",
+        kernel: "none: a put (atomic_sub) followed by an access, against a put that frees",
+        about: "a use-after-free whose only evidence is the slab's ghost state",
+        code: Does::PutThenTouch,
+    },
+    Variant {
+        name: "touch-then-put",
+        expected: Expected::Holds,
+        witness: "",
+        kernel: "none: an access followed by a put, against a put that frees",
+        about: "the access while the reference is held",
+        code: Does::TouchThenPut,
+    },
 ];
 
 const SCENARIOS: &[ScenarioRow<()>] = &[
@@ -112,6 +134,29 @@ struct Shared {
     counter: Atomic,
     locks: (SpinLock, SpinLock),
     raw: (sync::Mutex, sync::Mutex),
+    /// One object whose memory is its refcount, with a reference per thread.
+    objects: Slab<Atomic>,
+}
+
+/// The object of `Shared::objects`.
+const OBJ: ObjRef = 1;
+
+/// The put-then-touch toys: `first_put` is T0's order.
+fn put_then_use(objects: &Slab<Atomic>, t: &Task, me: usize, first_put: bool) {
+    let refs = objects.get(t, OBJ);
+    if me == 1 {
+        if refs.atomic_dec_and_test(t) {
+            objects.free(t, OBJ, "put");
+        }
+        return;
+    }
+    if first_put {
+        refs.atomic_sub(t, 1);
+        objects.get(t, OBJ);
+    } else {
+        objects.get(t, OBJ);
+        refs.atomic_sub(t, 1);
+    }
 }
 
 const INVARIANTS: &[Invariant<Checked<Shared>>] = &[Invariant {
@@ -165,7 +210,9 @@ impl Spec for Toy {
             counter: Atomic::new("counter", 0),
             locks: (SpinLock::new("A"), SpinLock::new("B")),
             raw: (sync::Mutex::new(), sync::Mutex::new()),
+            objects: Slab::new("obj"),
         });
+        shared.objects.prealloc(Atomic::new("obj->refs", 2));
         watch.start(&shared);
         let handles: Vec<_> = (0..2)
             .map(|i| {
@@ -194,6 +241,8 @@ impl Spec for Toy {
                             let _ = v[s.counter.read_once(&t) as usize];
                         }
                         Does::LostUpdate | Does::AtomicInc => incr(does, &s.counter, &t),
+                        Does::PutThenTouch => put_then_use(&s.objects, &t, i, true),
+                        Does::TouchThenPut => put_then_use(&s.objects, &t, i, false),
                     }
                 })
             })
@@ -250,6 +299,25 @@ fn the_correct_variant_holds_and_loom_is_exhaustive() {
         let r = check("atomic-inc", "two", engine).run().unwrap();
         assert_eq!(r.verdict, Verdict::Holds, "{engine}: {}", r.text());
     }
+}
+
+/// The slab's word per object (kernel::rcu, Slab): T0's second access has no
+/// engine operation of its own in a ghost-only slab, so the race of T0's put
+/// with T1's is the only one DPOR sees, and loom explored both orders of the
+/// puts and said "holds (9 executions, exhaustive)". With the word, the access
+/// races with the free, and loom and PCT find the use-after-free.
+#[test]
+fn a_use_after_free_whose_only_witness_is_the_slab_is_found() {
+    for engine in [EngineKind::Loom, EngineKind::Pct] {
+        let r = check("put-then-touch", "two", engine).run().unwrap();
+        assert_eq!(r.verdict, Verdict::Violates, "{engine}: {}", r.text());
+        assert_eq!(r.invariant.as_deref(), Some("use_after_free"));
+    }
+    let r = check("touch-then-put", "two", EngineKind::Loom)
+        .run()
+        .unwrap();
+    assert_eq!(r.verdict, Verdict::Holds, "{}", r.text());
+    assert!(r.exhaustive);
 }
 
 #[test]

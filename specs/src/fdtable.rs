@@ -1007,6 +1007,15 @@ const VARIANTS: &[Variant<Flavor>] = &[
         code: cur(Bug::FgetRetryLeaksRef),
     },
     Variant {
+        name: "fget-unlocks-before-recheck",
+        expected: Expected::Violates("use_after_free"),
+        witness: "expand-vs-fget-open",
+        kernel: "fs/file.c:__fget_files_rcu (mutant), on the v6.13+ base",
+        about: "with the file pinned, fget re-checks the slot outside its RCU section: the \
+                old table can be freed by the grace-period kthread during the race",
+        code: cur(Bug::FgetUnlocksBeforeRecheck),
+    },
+    Variant {
         name: "file-ref-get-rewrites-dead",
         expected: Expected::Violates("refs_balanced"),
         witness: "fget-vs-recycle",

@@ -271,7 +271,14 @@ pub(super) fn __fget_files_rcu(fs: &Fs, t: &Task, fd: u32, mask: u64, call: u32)
             continue;
         };
         if !fs.flavor.has(Bug::FgetSkipsSlotRecheck) {
+            let unlocked = fs.flavor.has(Bug::FgetUnlocksBeforeRecheck);
+            if unlocked {
+                fs.rcu.rcu_read_unlock(t);
+            }
             let same_slot = slot_load(fs, t, fdt_ref, fd) == Some(file);
+            if unlocked {
+                fs.rcu.rcu_read_lock(t);
+            }
             let same_table = same_slot
                 && (fs.flavor.has(Bug::FgetSkipsFdtRecheck)
                     || fs.files.fdt.rcu_dereference(t) == fdt_ref);

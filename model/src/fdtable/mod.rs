@@ -128,6 +128,11 @@ pub enum Bug {
     /// Mutant of e386dfc56f83: on a failed re-check fget retries without
     /// dropping the reference it took.
     FgetRetryLeaksRef,
+    /// Mutant of __fget_files_rcu: once the file is pinned, fget leaves its
+    /// RCU read-side section for the slot re-check ("the reference keeps the
+    /// file alive"), but the table it re-reads is not pinned: an expansion's
+    /// grace period can free it meanwhile.
+    FgetUnlocksBeforeRecheck,
     /// Mutant: expand_fdtable frees the old table at once instead of
     /// through call_rcu.
     FreeFdtableWithoutGracePeriod,

@@ -492,11 +492,14 @@ struct SlabState<T> {
     objects: Vec<(Arc<T>, Life)>,
     /// Freed objects of a typesafe cache, most recent last (SLUB is LIFO).
     recyclable: Vec<usize>,
-    /// Per object of a cache that returns its memory: a word of the
-    /// object's slab page, which returning the page writes and every access
-    /// reads, so the engines order each access against the return (the
-    /// ghost `returned` flag alone is invisible to their reductions).
-    pages: Vec<Arc<sync::AtomicU64>>,
+    /// Per object whose memory can go away (every object of a cache that is
+    /// not typesafe, and of a typesafe one that returns its pages): a word of
+    /// the object's memory that the free (or the page's return) writes and
+    /// every access reads, so the engines order each access against the free.
+    /// The ghost `Life` alone is invisible to their reductions: an access
+    /// with no engine operation on the object has no race with the free for
+    /// DPOR to reorder, and a use-after-free could hold.
+    words: Vec<Arc<sync::AtomicU64>>,
 }
 
 /// A kmem_cache of objects of one type.
@@ -526,7 +529,7 @@ impl<T> Slab<T> {
             state: Arc::new(GhostMutex::new(SlabState {
                 objects: Vec::new(),
                 recyclable: Vec::new(),
-                pages: Vec::new(),
+                words: Vec::new(),
             })),
         }
     }
@@ -555,6 +558,12 @@ impl<T> Slab<T> {
             returns_via: Some(rcu.clone()),
             ..Slab::new(name)
         }
+    }
+
+    /// Whether an object's memory can go away, so that accesses and frees
+    /// go through its word.
+    fn tracked(&self) -> bool {
+        !self.typesafe_by_rcu || self.returns_via.is_some()
     }
 
     /// "file#2": how traces name an object.
@@ -588,8 +597,8 @@ impl<T> Slab<T> {
             return r;
         }
         st.objects.push((Arc::new(fresh()), Life::Live { gen: 1 }));
-        if self.returns_via.is_some() {
-            st.pages.push(Arc::new(sync::AtomicU64::new(0)));
+        if self.tracked() {
+            st.words.push(Arc::new(sync::AtomicU64::new(0)));
         }
         let r = st.objects.len() as u64;
         drop(st);
@@ -608,8 +617,8 @@ impl<T> Slab<T> {
         let mut st = ghost(&*self.state);
         let r = st.objects.len() as u64 + 1;
         st.objects.push((Arc::new(fresh(r)), Life::Live { gen: 1 }));
-        if self.returns_via.is_some() {
-            st.pages.push(Arc::new(sync::AtomicU64::new(0)));
+        if self.tracked() {
+            st.words.push(Arc::new(sync::AtomicU64::new(0)));
         }
         drop(st);
         t.step(Effect::Alloc {
@@ -625,8 +634,8 @@ impl<T> Slab<T> {
     pub fn prealloc(&self, obj: T) -> ObjRef {
         let mut st = ghost(&*self.state);
         st.objects.push((Arc::new(obj), Life::Live { gen: 1 }));
-        if self.returns_via.is_some() {
-            st.pages.push(Arc::new(sync::AtomicU64::new(0)));
+        if self.tracked() {
+            st.words.push(Arc::new(sync::AtomicU64::new(0)));
         }
         st.objects.len() as u64
     }
@@ -640,11 +649,15 @@ impl<T> Slab<T> {
                 format!("NULL {} pointer dereferenced", self.name),
             );
         }
-        if self.returns_via.is_some() {
-            let page = ghost(&*self.state).pages[(obj - 1) as usize].clone();
+        let word = self
+            .tracked()
+            .then(|| ghost(&*self.state).words[(obj - 1) as usize].clone());
+        if word.is_some() {
             t.engine_op();
-            let _s = exec::atomic_section();
-            page.load(Ordering::Relaxed);
+        }
+        let _s = exec::atomic_section();
+        if let Some(word) = word {
+            word.load(Ordering::Relaxed);
         }
         let st = ghost(&*self.state);
         let (o, life) = &st.objects[(obj - 1) as usize];
@@ -707,8 +720,19 @@ impl<T: Send + Sync + 'static> Slab<T> {
     /// kfree / kmem_cache_free, called from `func` (the trace's witness of
     /// who freed the object, should anyone touch it later).
     pub fn free(&self, t: &Task, obj: ObjRef, func: &'static str) {
-        let mut st = ghost(&*self.state);
         let i = (obj - 1) as usize;
+        // kfree's write to the object's memory (SLUB stores the freelist
+        // pointer in it); a typesafe cache's memory stays valid until
+        // return_page writes it.
+        let word = (!self.typesafe_by_rcu).then(|| ghost(&*self.state).words[i].clone());
+        if word.is_some() {
+            t.engine_op();
+        }
+        let _s = exec::atomic_section();
+        if let Some(word) = word {
+            word.store(1, Ordering::Relaxed);
+        }
+        let mut st = ghost(&*self.state);
         let gen = match st.objects[i].1 {
             Life::Live { gen } => gen,
             Life::Freed { .. } => {
@@ -730,6 +754,7 @@ impl<T: Send + Sync + 'static> Slab<T> {
             cache: self.name,
             obj,
         });
+        drop(_s);
         if let Some(rcu) = &self.returns_via {
             let state = self.state.clone();
             rcu.call_rcu(
@@ -746,6 +771,13 @@ impl<T: Send + Sync + 'static> Slab<T> {
 /// `i` freed at generation `gen`: unless the memory was recycled since, it
 /// leaves the cache, and no later allocation reuses it.
 fn return_page<T>(t: &Task, state: &GhostMutex<SlabState<T>>, i: usize, gen: u32) {
+    // The store is an engine operation, a switch point: it comes before the
+    // ghost lock is taken (another thread switched to must be able to take
+    // it), and the recycle check after it re-reads the ghost state.
+    let word = ghost(state).words[i].clone();
+    t.engine_op();
+    let _s = exec::atomic_section();
+    word.store(1, Ordering::Relaxed);
     let mut st = ghost(state);
     if let Life::Freed {
         gen: g,
@@ -756,8 +788,7 @@ fn return_page<T>(t: &Task, state: &GhostMutex<SlabState<T>>, i: usize, gen: u32
         if g == gen {
             *returned = true;
             st.recyclable.retain(|&r| r != i);
-            let _s = exec::atomic_section();
-            st.pages[i].store(1, Ordering::Relaxed);
+            drop(st);
             t.tracepoint("slab-page-returned");
         }
     }
