@@ -752,10 +752,11 @@ impl Spec for Nonblock {
         "identity is one number per task (the pid procfs names); today's io-wq worker carries \
          the submitter's, as the revert 2587890b5e28 says; that /proc/thread-self names the \
          worker's own tid inside the submitter's process is not modelled",
-        "no RCU grace-period kthread runs during a scenario (callbacks run when the process \
-         exits) and the tasks sit on no CPU: no interrupt, migration or grace period lands \
-         inside the walk, only loom's preemptions at every engine operation (the unlazy and \
-         open_creat models run those adversaries against the same walk)",
+        "the tasks sit on no CPU: no interrupt or migration lands inside the walk, only \
+         loom's preemptions at every engine operation (the unlazy and open_creat models run \
+         that adversary against the same walk); a callback queued during the race runs on the \
+         one RCU domain's grace-period kthread (the VFS's and the fd table's), started by the \
+         first call_rcu",
         "the file's f_flags are not modelled: clearing the inline O_NONBLOCK is a trace note",
         "no fixed files, linked requests, cancellation, IOSQE_ASYNC or credentials \
          (REQ_F_CREDS); the CQ ring is a ghost list",
