@@ -480,7 +480,7 @@ impl<'a> Walk<'a> {
             };
             if flags & DCACHE_MOUNTED != 0 {
                 if let Some(m) = self.lookup_mnt(path) {
-                    let root = self.vfs.mount(m).mnt_root;
+                    let root = self.vfs.mounts.get(self.t, m).mnt_root;
                     self.vfs.dget(self.t, root);
                     self.dput(path.dentry);
                     if path.mnt != self.nd.path.mnt {
