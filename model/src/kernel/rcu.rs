@@ -380,7 +380,8 @@ impl Rcu {
         (upto, batch)
     }
 
-    /// kernel/rcu/tree.c:rcu_gp_kthread with rcu_do_batch folded in: whenever
+    /// kernel/rcu/tree.c:rcu_gp_kthread with rcu_do_batch folded in (names only:
+    /// tree.c not re-read, the semantics of brief §7.5): whenever
     /// callbacks are pending, wait a grace period and run the callbacks
     /// queued before it started; sleep while nothing is pending. Returns once
     /// [`Rcu::quiesce`] stopped it and nothing is pending.
@@ -431,7 +432,8 @@ impl Rcu {
         }
     }
 
-    /// kernel/rcu/tree.c:rcu_barrier: returns once every callback queued
+    /// kernel/rcu/tree.c:rcu_barrier (name only, not re-read; the contract of
+    /// Documentation/RCU/rcubarrier.rst as the brief gives it): returns once every callback queued
     /// before the call has been invoked. While the GP kthread runs it invokes
     /// them and this waits for its ticket (as deactivate_locked_super waits
     /// during an unmount); without it, a grace period here and the callbacks.
