@@ -392,10 +392,7 @@ impl Rcu {
             if !batch.is_empty() {
                 self.synchronize_rcu(t);
                 self.run_callbacks(t, batch);
-                let wake = self.0.wake_lock.lock();
-                self.0.invoked.store(upto, Ordering::Release);
-                self.0.wake.notify_all();
-                drop(wake);
+                self.store_and_wake(&self.0.invoked, upto);
                 continue;
             }
             let mut wake = self.0.wake_lock.lock();
@@ -411,6 +408,15 @@ impl Rcu {
         }
     }
 
+    /// Stores `v` (release) to `word` under `wake_lock` and wakes every
+    /// sleeper of the domain: the kthread's `stop`, its `invoked` ticket.
+    fn store_and_wake(&self, word: &sync::AtomicU64, v: u64) {
+        let wake = self.0.wake_lock.lock();
+        word.store(v, Ordering::Release);
+        self.0.wake.notify_all();
+        drop(wake);
+    }
+
     /// The end of an execution, on `t` after every other thread of the
     /// domain was joined: stops the GP kthread once nothing is pending, joins
     /// it, and runs what callbacks queued meanwhile (by callbacks) left.
@@ -418,10 +424,7 @@ impl Rcu {
         let kthread = std::mem::replace(&mut *ghost(&self.0.kthread), Kthread::Stopped);
         match kthread {
             Kthread::Running(handle) => {
-                let wake = self.0.wake_lock.lock();
-                self.0.stop.store(1, Ordering::Release);
-                self.0.wake.notify_all();
-                drop(wake);
+                self.store_and_wake(&self.0.stop, 1);
                 handle.join();
             }
             Kthread::Starting => panic!("Rcu::quiesce while a call_rcu is still running"),
@@ -436,7 +439,8 @@ impl Rcu {
     /// Documentation/RCU/rcubarrier.rst as the brief gives it): returns once every callback queued
     /// before the call has been invoked. While the GP kthread runs it invokes
     /// them and this waits for its ticket (as deactivate_locked_super waits
-    /// during an unmount); without it, a grace period here and the callbacks.
+    /// during an unmount); once it stopped, this runs a grace period and the
+    /// callbacks itself.
     pub fn rcu_barrier(&self, t: &Task) {
         let running = matches!(
             *ghost(&self.0.kthread),
@@ -568,6 +572,14 @@ impl<T> Slab<T> {
         !self.typesafe_by_rcu || self.returns_via.is_some()
     }
 
+    /// A new object, live, with its word if it has one.
+    fn push_object(&self, st: &mut SlabState<T>, obj: T) {
+        st.objects.push((Arc::new(obj), Life::Live { gen: 1 }));
+        if self.tracked() {
+            st.words.push(Arc::new(sync::AtomicU64::new(0)));
+        }
+    }
+
     /// "file#2": how traces name an object.
     pub fn label(&self, obj: ObjRef) -> String {
         if obj == 0 {
@@ -598,10 +610,7 @@ impl<T> Slab<T> {
             });
             return r;
         }
-        st.objects.push((Arc::new(fresh()), Life::Live { gen: 1 }));
-        if self.tracked() {
-            st.words.push(Arc::new(sync::AtomicU64::new(0)));
-        }
+        self.push_object(&mut st, fresh());
         let r = st.objects.len() as u64;
         drop(st);
         t.step(Effect::Alloc {
@@ -618,10 +627,7 @@ impl<T> Slab<T> {
     pub fn alloc_numbered(&self, t: &Task, fresh: impl FnOnce(ObjRef) -> T) -> ObjRef {
         let mut st = ghost(&*self.state);
         let r = st.objects.len() as u64 + 1;
-        st.objects.push((Arc::new(fresh(r)), Life::Live { gen: 1 }));
-        if self.tracked() {
-            st.words.push(Arc::new(sync::AtomicU64::new(0)));
-        }
+        self.push_object(&mut st, fresh(r));
         drop(st);
         t.step(Effect::Alloc {
             cache: self.name,
@@ -635,10 +641,7 @@ impl<T> Slab<T> {
     /// starts (allocated before any thread runs, so no step is recorded).
     pub fn prealloc(&self, obj: T) -> ObjRef {
         let mut st = ghost(&*self.state);
-        st.objects.push((Arc::new(obj), Life::Live { gen: 1 }));
-        if self.tracked() {
-            st.words.push(Arc::new(sync::AtomicU64::new(0)));
-        }
+        self.push_object(&mut st, obj);
         st.objects.len() as u64
     }
 
@@ -654,13 +657,9 @@ impl<T> Slab<T> {
         let word = self
             .tracked()
             .then(|| ghost(&*self.state).words[(obj - 1) as usize].clone());
-        if word.is_some() {
-            t.engine_op();
-        }
-        let _s = exec::atomic_section();
-        if let Some(word) = word {
-            word.load(Ordering::Relaxed);
-        }
+        let _s = touch(t, word.as_deref(), |w| {
+            w.load(Ordering::Relaxed);
+        });
         let st = ghost(&*self.state);
         let (o, life) = &st.objects[(obj - 1) as usize];
         if let Life::Freed {
@@ -727,13 +726,7 @@ impl<T: Send + Sync + 'static> Slab<T> {
         // pointer in it); a typesafe cache's memory stays valid until
         // return_page writes it.
         let word = (!self.typesafe_by_rcu).then(|| ghost(&*self.state).words[i].clone());
-        if word.is_some() {
-            t.engine_op();
-        }
-        let _s = exec::atomic_section();
-        if let Some(word) = word {
-            word.store(1, Ordering::Relaxed);
-        }
+        let _s = touch(t, word.as_deref(), |w| w.store(1, Ordering::Relaxed));
         let mut st = ghost(&*self.state);
         let gen = match st.objects[i].1 {
             Life::Live { gen } => gen,
@@ -769,6 +762,25 @@ impl<T: Send + Sync + 'static> Slab<T> {
     }
 }
 
+/// An access of an object's memory through its word (`None`: memory that
+/// cannot go away, no engine operation): the task's interrupt/preemption
+/// point, then `op` on the word, inside the atomic section it returns, which
+/// the caller's ghost check and step share.
+fn touch(
+    t: &Task,
+    word: Option<&sync::AtomicU64>,
+    op: impl FnOnce(&sync::AtomicU64),
+) -> exec::Section {
+    if word.is_some() {
+        t.engine_op();
+    }
+    let s = exec::atomic_section();
+    if let Some(w) = word {
+        op(w);
+    }
+    s
+}
+
 /// mm/slub.c:rcu_free_slab → __free_slab (v6.18), for the page of object
 /// `i` freed at generation `gen`: unless the memory was recycled since, it
 /// leaves the cache, and no later allocation reuses it.
@@ -777,9 +789,7 @@ fn return_page<T>(t: &Task, state: &GhostMutex<SlabState<T>>, i: usize, gen: u32
     // ghost lock is taken (another thread switched to must be able to take
     // it), and the recycle check after it re-reads the ghost state.
     let word = ghost(state).words[i].clone();
-    t.engine_op();
-    let _s = exec::atomic_section();
-    word.store(1, Ordering::Relaxed);
+    let _s = touch(t, Some(&word), |w| w.store(1, Ordering::Relaxed));
     let mut st = ghost(state);
     if let Life::Freed {
         gen: g,
