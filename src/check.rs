@@ -4,7 +4,7 @@
 //! comparing the two is the caller's business (the verdict table in tests,
 //! `vfsmc check` with no model).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -13,9 +13,10 @@ use vfsmc_model::driver::{OpCost, Record};
 use vfsmc_specs::{Expected, Model, Run, Scenario, Tier, Variant};
 
 use crate::engine::{
-    self, Body, Budget, EngineKind, Exploration, Found, Part, ScheduleError, Shape,
+    self, Body, Budget, EngineKind, Exploration, Found, Part, PatchRun, ScheduleError, Shape,
 };
 use crate::render;
+use vfsmc_model::patch::Site;
 
 /// What a check found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +118,75 @@ pub struct Report {
     pub probes: usize,
     /// A split search: the subtrees of the whole search.
     pub subtrees: usize,
+    /// What the executions ran of the variants' code.
+    pub reach: Reach,
+    /// With `Budget::fingerprints`: one per distinct execution (a review
+    /// compares BASE's with PATCHED's; never serialised).
+    pub fingerprints: Option<BTreeSet<u64>>,
+}
+
+/// What one check's executions ran of the variants' code
+/// (`vfsmc_model::patch`): the executions in which some site chose a
+/// variant's branch, and the sites and exits that did, as
+/// `model/src/FILE:LINE`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reach {
+    pub changed: usize,
+    pub taken: BTreeSet<String>,
+}
+
+impl Reach {
+    fn of(run: &PatchRun) -> Reach {
+        Reach {
+            changed: run.changed,
+            taken: run
+                .hits
+                .iter()
+                .filter(|h| h.taken)
+                .map(|h| format!("{}:{}", h.file, h.line))
+                .collect(),
+        }
+    }
+
+    /// Joins another search's (a part's, a seed's).
+    pub fn join(&mut self, other: &Reach) {
+        self.changed += other.changed;
+        self.taken.extend(other.taken.iter().cloned());
+    }
+
+    /// Whether `site` chose the variant's branch in some execution.
+    pub fn ran(&self, site: &Site) -> bool {
+        self.taken.iter().any(|t| Reach::is_site(t, site))
+    }
+
+    /// Whether a `taken` entry (`FILE:LINE`) is `site`'s.
+    pub fn is_site(taken: &str, site: &Site) -> bool {
+        taken
+            .rsplit_once(':')
+            .is_some_and(|(f, l)| l.parse().is_ok_and(|l| site.is_at(f, l)))
+    }
+
+    pub fn json(&self) -> Value {
+        json!({ "changed": self.changed, "taken": self.taken })
+    }
+
+    /// The object [`Reach::json`] wrote (absent: nothing ran).
+    pub fn parse(v: Option<&Value>) -> Reach {
+        let Some(v) = v else {
+            return Reach::default();
+        };
+        Reach {
+            changed: v.get("changed").and_then(Value::as_u64).unwrap_or(0) as usize,
+            taken: v
+                .get("taken")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+        }
+    }
 }
 
 /// What a PCT search says about the bugs it did not find: the guarantee of
@@ -374,6 +444,8 @@ impl Check {
             parts: 1,
             probes: e.probes,
             subtrees: e.subtrees,
+            reach: Reach::of(&e.patch),
+            fingerprints: e.fingerprints,
         }
     }
 
@@ -560,6 +632,7 @@ impl Report {
     pub fn text(&self) -> String {
         let mut out = self.summary() + "\n";
         out.push_str(&self.confidence_text());
+        out.push_str(&self.patch_text());
         if self.verdict == Verdict::Holds && !self.unreached.is_empty() {
             out.push_str(&format!(
                 "warning: goal(s) never reached in {} executions: {}\n",
@@ -571,6 +644,36 @@ impl Report {
             out.push('\n');
             out.push_str(&render::text_trace(r));
             out.push_str(&format!("\nreplay: {}\n", self.replay_line()));
+        }
+        out
+    }
+
+    /// The variant's changed code (`vfsmc_model::patch`): its names and its
+    /// sites and exits; none for a base.
+    pub fn changed_code(&self) -> (Vec<&'static str>, Vec<&'static Site>) {
+        let names =
+            vfsmc_specs::model(&self.model).map_or_else(Vec::new, |m| m.changes(&self.variant));
+        let sites = vfsmc_model::patch::sites_of(&names);
+        (names, sites)
+    }
+
+    /// How much of the variant's changed code the executions ran, and the
+    /// sites and exits none ran; empty for a variant that changes no code.
+    pub fn patch_text(&self) -> String {
+        let (names, sites) = self.changed_code();
+        if names.is_empty() {
+            return String::new();
+        }
+        let ran = sites.iter().filter(|s| self.reach.ran(s)).count();
+        let mut out = format!(
+            "changed code ({}): reached in {} of {} executions; {ran} of {} sites and exits ran\n",
+            names.join(", "),
+            self.reach.changed,
+            self.executions,
+            sites.len()
+        );
+        for s in sites.iter().filter(|s| !self.reach.ran(s)) {
+            out.push_str(&format!("  not reached: {}\n", site_text(s)));
         }
         out
     }
@@ -605,6 +708,7 @@ impl Report {
             "part": self.part.map(|p| json!({ "index": p.index, "count": p.count })),
             "probes": self.probes,
             "subtrees": self.subtrees,
+            "reach": self.reach.json(),
         })
     }
 
@@ -622,6 +726,14 @@ impl Report {
                         .is_some_and(|i| i == inv || also.contains(&i))
             }
         }
+    }
+}
+
+/// A site or exit as a report names it: `model/src/…:L exit "label"`.
+pub fn site_text(s: &Site) -> String {
+    match s.exit {
+        Some(label) => format!("{} (exit \"{label}\")", s.at()),
+        None => format!("{} ({})", s.at(), s.keys.join(", ")),
     }
 }
 

@@ -23,7 +23,7 @@ pub const JOBS_VAR: &str = "VFSMC_JOBS";
 /// Stack of a worker: as much as the main thread's, which the engines were
 /// measured on (loom's and shuttle's model threads have their own stacks,
 /// but the search itself and the shortest-trace pass run on this one).
-const WORKER_STACK: usize = 64 << 20;
+pub(crate) const WORKER_STACK: usize = 64 << 20;
 
 /// The number of workers: `flag` (`--jobs`), else `VFSMC_JOBS` (as `var`
 /// gives it), else the available cores. An error names the source.

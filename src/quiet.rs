@@ -121,3 +121,26 @@ pub fn quietly<R>(f: impl FnOnce() -> R) -> R {
     };
     f()
 }
+
+/// Runs one engine run on an OS thread of its own, silenced, and returns
+/// what it returned (its panic, resumed here).
+///
+/// The model's guards ask `std::thread::panicking()` whether the task they
+/// run on is unwinding, so that a drop during a violation makes no engine
+/// operation. That answer is the OS thread's panic count, and shuttle
+/// leaks it: when an execution fails while a task that switched out is still
+/// unwinding, teardown abandons that task's stack mid-unwind
+/// (shuttle-engine 0.1.8, `runtime/execution.rs`, `tear_down`), so the count
+/// stays raised for every later run on the thread, whose guards then drop
+/// steps (a replay once lost a `spin_unlock`). A fresh thread per run keeps
+/// one run's failure out of the next.
+pub fn on_own_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    std::thread::scope(|s| {
+        let run = std::thread::Builder::new()
+            .name("vfsmc-run".into())
+            .stack_size(crate::pool::WORKER_STACK)
+            .spawn_scoped(s, || quietly(f))
+            .expect("an OS thread for an engine run");
+        run.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
+}

@@ -177,6 +177,10 @@ pub fn combine(mut reports: Vec<Report>) -> Report {
             unreached.push(g.clone());
         }
     }
+    let mut reach = check::Reach::default();
+    for r in &reports {
+        reach.join(&r.reach);
+    }
     let judged_unreached = reports.iter().any(|r| r.verdict == Verdict::Unreached);
     let first = deciding(&reports);
     let mut out = reports.swap_remove(first.unwrap_or(0));
@@ -197,6 +201,7 @@ pub fn combine(mut reports: Vec<Report>) -> Report {
     out.seeds = seeds;
     out.shape = shape;
     out.goals_hit = goals_hit;
+    out.reach = reach;
     out
 }
 
@@ -389,6 +394,8 @@ pub fn parse_line(text: &str) -> Result<Parsed, String> {
         parts: 1,
         probes: opt_usize("probes").unwrap_or(0),
         subtrees: opt_usize("subtrees").unwrap_or(0),
+        reach: check::Reach::parse(v.get("reach")),
+        fingerprints: None,
     };
     Ok(parsed(Line::Ran(Box::new(report))))
 }

@@ -26,7 +26,7 @@ use vfsmc_specs::{Variant, Watch};
 struct Toy;
 
 /// What each toy variant does.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Does {
     LostUpdate,
     AtomicInc,

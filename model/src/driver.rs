@@ -65,12 +65,13 @@ impl Session {
     /// the same fingerprint; it is for comparing the sets of executions two
     /// searches explored, not for storing.
     pub fn fingerprint(&self) -> u64 {
-        let text = self
-            .0
-            .with_state(|s| format!("{:?}{:?}", s.threads, s.steps));
-        text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        })
+        use std::hash::{Hash, Hasher};
+        let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+        self.0.with_state(|s| {
+            s.threads.hash(&mut h);
+            s.steps.hash(&mut h);
+        });
+        h.finish()
     }
 
     /// The violation recorded in this execution, if any.
@@ -82,6 +83,15 @@ impl Session {
     pub fn reached_into(&self, into: &mut BTreeSet<&'static str>) {
         self.0
             .with_state(|s| into.extend(s.reached.iter().copied()));
+    }
+
+    /// Adds the variant sites and exits this execution ran to `into`; true
+    /// when one of them chose the variant's branch.
+    pub fn hits_into(&self, into: &mut BTreeSet<crate::patch::Hit>) -> bool {
+        self.0.with_state(|s| {
+            into.extend(s.hits.iter().copied());
+            s.hits.iter().any(|h| h.taken)
+        })
     }
 
     /// Records that the engine failed the execution for a reason of its own
@@ -100,6 +110,22 @@ impl Session {
                 s.frozen = true;
             }
         });
+    }
+}
+
+/// FNV-1a: the same hash of the same trace in every run and on every
+/// machine (the std hasher's keys are not promised to stay).
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 

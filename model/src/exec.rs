@@ -118,6 +118,8 @@ pub(crate) struct State {
     pub steps: Vec<Step>,
     pub violation: Option<Violation>,
     pub reached: Vec<&'static str>,
+    /// Variant sites and exits that ran ([`crate::patch`]).
+    pub hits: Vec<crate::patch::Hit>,
     pub costs: Vec<(&'static str, OpCost)>,
     pub lock_edges: Vec<LockEdge>,
     /// The RCU-sched words (`kernel::task`) of this execution, created when
@@ -150,6 +152,7 @@ impl State {
         self.steps.clear();
         self.violation = None;
         self.reached.clear();
+        self.hits.clear();
         self.costs.clear();
         self.lock_edges.clear();
         self.frozen = false;
@@ -207,6 +210,7 @@ impl Exec {
             steps: Vec::with_capacity(STEP_CAPACITY),
             violation: None,
             reached: Vec::with_capacity(16),
+            hits: Vec::with_capacity(16),
             costs: Vec::with_capacity(16),
             lock_edges: Vec::with_capacity(32),
             sched_rcu: Vec::with_capacity(MAX_TASKS),
@@ -489,6 +493,17 @@ pub(crate) fn tracepoint(name: &'static str) {
         e.with_state(|s| {
             if !s.frozen && !s.reached.contains(&name) {
                 s.reached.push(name);
+            }
+        })
+    });
+}
+
+/// Records that a variant site or exit ran ([`crate::patch`]).
+pub(crate) fn hit(h: crate::patch::Hit) {
+    with_current(|e| {
+        e.with_state(|s| {
+            if !s.frozen && !s.hits.contains(&h) {
+                s.hits.push(h);
             }
         })
     });

@@ -19,6 +19,8 @@
 //!   and the fd table through [`files`].
 //! - [`namei`]: fs/namei.c, nameidata and the path walk (RCU-walk,
 //!   legitimization, ref-walk).
+//! - [`patch`]: patch coverage, the places where a variant's code differs
+//!   from its base and whether an execution ran them.
 //! - [`vfs`]: shared VFS state (dentries, the dcache, inodes, mounts,
 //!   rename_lock, mount_lock, the reference ledger), no mechanism logic.
 //!
@@ -33,6 +35,7 @@ pub mod freelist;
 pub mod io_uring;
 pub mod kernel;
 pub mod namei;
+pub mod patch;
 pub mod sync;
 pub mod trace;
 pub mod vfs;

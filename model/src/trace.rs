@@ -29,7 +29,7 @@ pub fn intern(s: &str) -> Name {
 }
 
 /// Where a step ran: the kernel's notion of context.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Context {
     /// Process context (a syscall on behalf of a task).
     Task,
@@ -55,7 +55,7 @@ impl Context {
 
 /// How a value is shown to people. A renderer decides the words; the model
 /// only says what kind of value a word holds.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Hash)]
 pub enum Show {
     /// An unsigned number.
     Dec,
@@ -71,7 +71,7 @@ pub enum Show {
 }
 
 /// A value as recorded: the raw word and how to show it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Hash)]
 pub struct Val {
     pub raw: u64,
     pub show: Show,
@@ -91,7 +91,7 @@ impl Val {
 }
 
 /// Acquire and release operations on locks, sleeping or not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LockOp {
     SpinLock,
     SpinUnlock,
@@ -119,7 +119,7 @@ impl LockOp {
 }
 
 /// Interrupts, preemption and migration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CpuEvent {
     IrqEnter {
         cpu: u8,
@@ -144,7 +144,7 @@ pub enum CpuEvent {
 
 /// One part of a plain-memory update (data under a lock, written with
 /// non-atomic stores).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Hash)]
 pub enum Part {
     /// `__set_bit`: `map[word] |= 1<<bit`.
     SetBit { map: Name, word: u8, bit: u8 },
@@ -157,7 +157,7 @@ pub enum Part {
 }
 
 /// Up to three parts of one update, applied together under one lock.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Hash)]
 pub struct Parts([Option<Part>; 3]);
 
 impl Parts {
@@ -186,7 +186,7 @@ impl Parts {
 
 /// What fits no other kind: a short fixed text with up to three values,
 /// each `{}` in `text` standing for the next one.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Hash)]
 pub struct Note {
     pub text: &'static str,
     pub args: [Option<Val>; 3],
@@ -204,7 +204,7 @@ impl Note {
 }
 
 /// The effect of one step on state.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Hash)]
 pub enum Effect {
     /// A marked load: `how` is the kernel accessor (`READ_ONCE`,
     /// `smp_load_acquire`, `rcu_dereference`, `atomic_read`, …).
@@ -272,7 +272,7 @@ pub enum Effect {
 }
 
 /// One step of an execution.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Hash)]
 pub struct Step {
     /// The thread (trace column, in spawn order).
     pub thread: u8,

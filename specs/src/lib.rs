@@ -230,7 +230,7 @@ impl<K> Invariant<K> {
 /// One mechanism's registry and how it runs.
 pub trait Spec: Sync + 'static {
     /// What a variant row selects in the model.
-    type Code: Copy + Send + Sync + 'static;
+    type Code: Copy + fmt::Debug + Send + Sync + 'static;
     /// What a scenario row builds from the scenario bytes.
     type Plan: Send + Sync + 'static;
     /// The state the invariants read (by reference, never cloned).
@@ -406,6 +406,12 @@ pub trait Model: Sync {
     /// break first (see [`Spec::also_violates`]).
     fn also_violates(&self, variant: &str) -> &'static [&'static str];
 
+    /// The variant sites' names (`vfsmc_model::patch`) `variant`'s code
+    /// selects: the bugs and changes it switches on, whichever flavour
+    /// carries them. Empty for a base, and for the models whose variants
+    /// are spec-level uses of a primitive (primitives, litmus).
+    fn changes(&self, variant: &str) -> Vec<&'static str>;
+
     /// Whether invariant `name` is one of the shared kernel checks.
     fn is_shared(&self, name: &str) -> bool {
         shared::KERNEL.iter().any(|i| i.name == name)
@@ -512,6 +518,11 @@ impl<S: Spec> Model for Registered<S> {
         S::LIMITS
     }
 
+    fn changes(&self, variant: &str) -> Vec<&'static str> {
+        self.row(variant)
+            .map_or_else(Vec::new, |v| selected_names(&format!("{:?}", v.code)))
+    }
+
     fn applies(&self, variant: &str, scenario: &str) -> bool {
         self.row(variant)
             .is_some_and(|v| S::applies(v.code, intern_scenario::<S>(scenario)))
@@ -533,6 +544,23 @@ impl<S: Spec> Model for Registered<S> {
     fn witnessed_elsewhere(&self, name: &str) -> bool {
         self.is_shared(name) || S::WITNESSED_ELSEWHERE.contains(&name)
     }
+}
+
+/// The site names (`vfsmc_model::patch::names`) that a code value's debug
+/// form mentions: `Flavor { base: Current, bug: Some(FgetSkipsSlotRecheck) }`
+/// selects `FgetSkipsSlotRecheck`. Every flavour keeps its bugs and changes
+/// as fields of enum type, so their names are exactly the words of its
+/// debug form that are also site names (a test checks that every bug
+/// variant selects one).
+fn selected_names(debug: &str) -> Vec<&'static str> {
+    let names = vfsmc_model::patch::names();
+    let mut out: Vec<&'static str> = debug
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter_map(|w| names.iter().find(|n| **n == w).copied())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// The scenario row's own name (a `'static` str) for `name`, or "" when the

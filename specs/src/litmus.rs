@@ -220,6 +220,13 @@ pub struct LitmusTest {
     pub copy: Option<KernelCopy>,
 }
 
+/// A test by its name (a registry variant's code is printed this way).
+impl std::fmt::Debug for LitmusTest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LitmusTest({})", self.name)
+    }
+}
+
 /// A stored copy of a kernel file: the torvalds/linux commit it was read
 /// at and what is known of its age.
 #[derive(Clone, Copy)]

@@ -111,6 +111,31 @@ fn symlink_vs_rename(_: &[u8]) -> Plan {
     )
 }
 
+/// /a/l is a symlink to b, and b is on disk but not in the dcache: the
+/// lookup of b misses in RCU mode with the link on the stack, so
+/// `try_to_unlazy` must legitimize the link and the path.
+const LINK_TO_UNCACHED: &[Node] = &[
+    Node::Dir("/a"),
+    Node::Uncached("/a/b"),
+    Node::Symlink("/a/l", "b"),
+];
+
+fn unlazy_link_vs_rename(_: &[u8]) -> Plan {
+    plan(
+        LINK_TO_UNCACHED,
+        Walker::Lookup("/a/l"),
+        &[Op::Rename("/a/l", "/a/m")],
+    )
+}
+
+fn unlazy_link_vs_rename_dir(_: &[u8]) -> Plan {
+    plan(
+        LINK_TO_UNCACHED,
+        Walker::Lookup("/a/l"),
+        &[Op::Rename("/a", "/x")],
+    )
+}
+
 fn dotdot_aba(_: &[u8]) -> Plan {
     const TREE: &[Node] = &[
         Node::Dir("/tmp"),
@@ -216,6 +241,31 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         tier: Tier::Pr,
         generated: false,
         plan: symlink_vs_rename,
+    },
+    Scenario {
+        name: "unlazy-link-vs-rename",
+        about: "/a/l is a symlink to b, which only the filesystem holds; the walker looks up /a/l \
+                (its lookup of b misses the dcache with the link on the stack, so try_to_unlazy \
+                legitimizes link and path) while the actor renames the link to /a/m",
+        goals: &["symlink_followed", "legitimized", "legitimize_links_failed"],
+        loom_bound: Some(2),
+        tier: Tier::Pr,
+        generated: false,
+        plan: unlazy_link_vs_rename,
+    },
+    Scenario {
+        name: "unlazy-link-vs-rename-dir",
+        about: "as unlazy-link-vs-rename, but the actor renames the directory /a to /x: the \
+                path's legitimization fails with the link on the stack",
+        goals: &[
+            "symlink_followed",
+            "legitimized",
+            "legitimize_path_failed_with_links",
+        ],
+        loom_bound: Some(2),
+        tier: Tier::Pr,
+        generated: false,
+        plan: unlazy_link_vs_rename_dir,
     },
     Scenario {
         name: "dotdot-aba",
@@ -362,6 +412,16 @@ const VARIANTS: &[Variant<Flavor>] = &[
         about: "a dentry whose reference was not taken is left in nd->path: terminate_walk puts \
                 a reference the walk never held",
         code: bug(Bug::UnlazyKeepsUngrabbedPath),
+    },
+    Variant {
+        name: "unlazy-path-before-links",
+        expected: Expected::Violates("refs_exact"),
+        witness: "unlazy-link-vs-rename-dir",
+        kernel: "fs/namei.c:try_to_unlazy (a reviewer's patch, constructed: issue 16)",
+        about: "legitimize_path before legitimize_links, each keeping its failure exit: a failed \
+                path leaves the links ungrabbed at depth > 0, and terminate_walk puts references \
+                the walk never took",
+        code: bug(Bug::UnlazyPathBeforeLinks),
     },
     Variant {
         name: "rcu-lookup-takes-ref",

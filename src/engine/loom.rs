@@ -145,35 +145,36 @@ fn split_depth(budget: &Budget, bound: Option<usize>) -> usize {
 
 /// One loom run under `bound`.
 fn explore_bound(budget: &Budget, bound: Option<usize>, body: Body) -> Exploration {
+    crate::quiet::on_own_thread(|| explore_bound_here(budget, bound, body))
+}
+
+/// [`explore_bound`] on the calling thread.
+fn explore_bound_here(budget: &Budget, bound: Option<usize>, body: Body) -> Exploration {
     let col = Collector::new(budget);
     let f = instrument(body, col.clone(), ::loom::model::is_probe);
     let builder = builder(budget, bound);
     let result = catch_unwind(AssertUnwindSafe(|| {
         with_backend(Backend::Loom, || builder.check_split(f))
     }));
+    let (subtrees, failure) = match result {
+        Ok(stats) => (stats.subtrees, None),
+        Err(payload) => (
+            0,
+            Some(Failure {
+                preemptions: bound,
+                ..Failure::from_panic(&col, payload, classify)
+            }),
+        ),
+    };
     let c = lock(&col);
-    let executions = c.executions;
     let capped = budget
         .loom_cap
-        .is_some_and(|cap| executions + c.probes >= cap);
-    let mut out = Exploration {
-        executions,
-        probes: c.probes,
-        subtrees: result.as_ref().map_or(0, |stats| stats.subtrees),
-        fingerprints: c.fingerprints.clone(),
-        exhaustive: !capped,
+        .is_some_and(|cap| c.executions + c.probes >= cap);
+    Exploration {
+        subtrees,
+        exhaustive: !capped && failure.is_none(),
         preemption_bound: bound,
-        failure: None,
-        reached: c.reached.clone(),
-        shape: None,
-    };
-    drop(c);
-    if let Err(payload) = result {
-        out.failure = Some(Failure {
-            preemptions: bound,
-            ..Failure::from_panic(&col, payload, classify)
-        });
-        out.exhaustive = false;
+        failure,
+        ..c.exploration()
     }
-    out
 }

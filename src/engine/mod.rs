@@ -25,6 +25,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
 use vfsmc_model::driver::{Record, Session};
+use vfsmc_model::patch::Hit;
 use vfsmc_specs::Need;
 
 pub use budget::{help, Budget, BudgetError, Knob};
@@ -261,8 +262,29 @@ pub struct Exploration {
     pub preemption_bound: Option<usize>,
     pub failure: Option<Failure>,
     pub reached: BTreeSet<&'static str>,
+    /// What the executions ran of the variants' code.
+    pub patch: PatchRun,
     /// The executions' size, where the engine measures it (shuttle).
     pub shape: Option<Shape>,
+}
+
+/// What the executions of one search ran of the variants' code: the sites
+/// and exits of [`vfsmc_model::patch`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PatchRun {
+    /// Executions of the search's own in which some site chose a variant's
+    /// branch (or an exit of a changed region ran).
+    pub changed: usize,
+    /// Every site and exit some execution ran, with the branch it chose.
+    pub hits: BTreeSet<Hit>,
+}
+
+impl PatchRun {
+    /// Joins what another search (a part, a seed) ran.
+    pub fn join(&mut self, other: &PatchRun) {
+        self.changed += other.changed;
+        self.hits.extend(other.hits.iter().copied());
+    }
 }
 
 impl Exploration {
@@ -289,17 +311,46 @@ struct Collector {
     probes: usize,
     fingerprints: Option<BTreeSet<u64>>,
     reached: BTreeSet<&'static str>,
+    patch: PatchRun,
     /// The search's execution state, reused by every execution.
     session: Session,
 }
 
 impl Collector {
+    /// Adds what the execution that just ended left in `session`. Called
+    /// after an execution returns, and by [`Failure::from_panic`] for the one
+    /// that failed (its unwinding never reaches the code after the body:
+    /// the engine ends it).
+    fn collect(&mut self, session: &Session, probing: bool) {
+        session.reached_into(&mut self.reached);
+        let changed = session.hits_into(&mut self.patch.hits);
+        if !probing {
+            self.patch.changed += usize::from(changed);
+            if let Some(f) = self.fingerprints.as_mut() {
+                f.insert(session.fingerprint());
+            }
+        }
+    }
+
+    /// What the search found outside the engine, as an exploration has it.
+    fn exploration(&self) -> Exploration {
+        Exploration {
+            executions: self.executions,
+            probes: self.probes,
+            fingerprints: self.fingerprints.clone(),
+            reached: self.reached.clone(),
+            patch: self.patch.clone(),
+            ..Exploration::default()
+        }
+    }
+
     fn new(budget: &Budget) -> Arc<Mutex<Collector>> {
         Arc::new(Mutex::new(Collector {
             executions: 0,
             probes: 0,
             fingerprints: budget.fingerprints.then(BTreeSet::new),
             reached: BTreeSet::new(),
+            patch: PatchRun::default(),
             session: Session::new(budget.recording),
         }))
     }
@@ -328,13 +379,7 @@ fn instrument(
         }
         crate::progress::execution();
         body();
-        let mut c = lock(&col);
-        session.reached_into(&mut c.reached);
-        if !probing {
-            if let Some(f) = c.fingerprints.as_mut() {
-                f.insert(session.fingerprint());
-            }
-        }
+        lock(&col).collect(&session, probing);
     }
 }
 
@@ -389,6 +434,7 @@ impl Failure {
         classify: Classify,
     ) -> Failure {
         let session = lock(col).session.clone();
+        lock(col).collect(&session, false);
         let mut engine = None;
         if session.violation().is_none() {
             let msg = panic_message(&payload);

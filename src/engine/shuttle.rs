@@ -291,13 +291,26 @@ fn shuttle_config(max_steps: usize) -> shuttle::Config {
 
 /// Runs a shuttle scheduler to its end or its first failure; an execution
 /// longer than `max_steps` fails as a livelock.
-fn run_shuttle<S: Scheduler + 'static>(sched: S, budget: &Budget, body: Body) -> Exploration {
+fn run_shuttle<S: Scheduler + Send + 'static>(
+    sched: S,
+    budget: &Budget,
+    body: Body,
+) -> Exploration {
     run_shuttle_counted(sched, budget, body).0
 }
 
 /// [`run_shuttle`], also returning the scheduling points and the record of
 /// the last execution.
-fn run_shuttle_counted<S: Scheduler + 'static>(
+fn run_shuttle_counted<S: Scheduler + Send + 'static>(
+    sched: S,
+    budget: &Budget,
+    body: Body,
+) -> (Exploration, usize, Record) {
+    quiet::on_own_thread(|| run_shuttle_here(sched, budget, body))
+}
+
+/// [`run_shuttle_counted`] on the calling thread.
+fn run_shuttle_here<S: Scheduler + 'static>(
     sched: S,
     budget: &Budget,
     body: Body,
@@ -316,21 +329,9 @@ fn run_shuttle_counted<S: Scheduler + 'static>(
     let result = catch_unwind(AssertUnwindSafe(|| {
         with_backend(Backend::Shuttle, || runner.run(f));
     }));
-    let c = lock(&col);
-    let mut out = Exploration {
-        executions: c.executions,
-        exhaustive: false,
-        preemption_bound: None,
-        failure: None,
-        reached: c.reached.clone(),
-        shape: Some(lock(&rec).shape),
-        fingerprints: c.fingerprints.clone(),
-        ..Exploration::default()
-    };
-    drop(c);
-    if let Err(payload) = result {
+    let failure = result.err().map(|payload| {
         let r = lock(&rec);
-        out.failure = Some(Failure {
+        Failure {
             // shuttle wraps its hex at 76 columns; one token pastes better.
             schedule: r
                 .schedule
@@ -338,14 +339,19 @@ fn run_shuttle_counted<S: Scheduler + 'static>(
                 .map(|s| serialize_schedule(s).replace('\n', "")),
             preemptions: Some(r.preemptions),
             ..Failure::from_panic(&col, payload, classify)
-        });
-    }
+        }
+    });
+    let out = Exploration {
+        shape: Some(lock(&rec).shape),
+        failure,
+        ..lock(&col).exploration()
+    };
     let points = lock(&rec).schedule.as_ref().map_or(0, Schedule::len);
     let last = lock(&col).session.record();
     (out, points, last)
 }
 
-fn explore_shuttle<S: Scheduler + 'static>(
+fn explore_shuttle<S: Scheduler + Send + 'static>(
     name: &'static str,
     sched: S,
     budget: &Budget,
@@ -442,18 +448,29 @@ pub fn replay(schedule: &str, budget: &Budget, body: Body) -> Result<Exploration
         .ok_or_else(|| ScheduleError::Malformed {
             schedule: schedule.to_string(),
         })?;
+    let diverged = |step| ScheduleError::Diverged {
+        schedule: schedule.to_string(),
+        step,
+    };
+    // A string with bytes the decoder ignores (appended, say) is not the
+    // schedule vfsmc printed for this failure, though it decodes to one.
+    if serialize_schedule(&parsed).replace('\n', "") != schedule {
+        return Err(diverged(0));
+    }
+    let decisions = parsed.len();
     let sched = ReplayScheduler::new_from_schedule(parsed);
-    let out = quiet::quietly(|| run_shuttle(sched, budget, body));
-    if detected(&out, EngineFailure::ReplayDiverged) {
-        let violation = out
-            .failure
-            .as_ref()
-            .and_then(|f| f.record.violation.as_ref());
-        let step = violation.map_or(0, |v| v.step);
-        return Err(ScheduleError::Diverged {
-            schedule: schedule.to_string(),
-            step,
-        });
+    let (out, points, _) = quiet::quietly(|| run_shuttle_counted(sched, budget, body));
+    let step = out
+        .failure
+        .as_ref()
+        .and_then(|f| f.record.violation.as_ref())
+        .map_or(0, |v| v.step);
+    // A replay reproduces only by running the whole schedule: a failure
+    // before its last decision is another execution's.
+    if detected(&out, EngineFailure::ReplayDiverged)
+        || (out.failure.is_some() && points != decisions)
+    {
+        return Err(diverged(step));
     }
     Ok(out)
 }

@@ -55,18 +55,16 @@ impl Engine for Stress {
     fn explore(&self, budget: &Budget, body: Body) -> Exploration {
         let col = Collector::new(budget);
         let f = instrument(body, col.clone(), never_probe);
-        let mut out = Exploration::default();
+        let mut failure = None;
         crate::progress::runs(self.name(), budget.iterations);
         for _ in 0..budget.iterations {
             let result = catch_unwind(AssertUnwindSafe(|| with_backend(Backend::Std, &f)));
             if let Err(payload) = result {
-                out.failure = Some(Failure::from_panic(&col, payload, classify));
+                failure = Some(Failure::from_panic(&col, payload, classify));
                 break;
             }
         }
-        let c = lock(&col);
-        out.executions = c.executions;
-        out.reached = c.reached.clone();
-        out
+        let out = lock(&col).exploration();
+        Exploration { failure, ..out }
     }
 }

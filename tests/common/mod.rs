@@ -36,7 +36,52 @@ pub fn verdicts(model: &str, engine: EngineKind, tune: impl Fn(&mut Check)) -> V
         table.disagreements.len(),
         table.disagreements.join("\n")
     );
+    witnesses_run_the_change(self::model(model), &table.reports);
     table.reports
+}
+
+/// Every bug variant's search on its witness ran its changed code (patch
+/// coverage, `vfsmc_model::patch`): a violation found without it would
+/// come from somewhere else. Models whose variants are spec-level uses of a
+/// primitive (no variant selects a site) are exempt as a whole.
+fn witnesses_run_the_change(m: &'static dyn Model, reports: &[Report]) {
+    if m.variants().iter().all(|v| m.changes(v.name).is_empty()) {
+        return;
+    }
+    let mut failures = Vec::new();
+    for r in reports
+        .iter()
+        .filter(|r| matches!(r.expected, vfsmc_specs::Expected::Violates(_)))
+    {
+        let (names, sites) = r.changed_code();
+        for t in &r.reach.taken {
+            if !vfsmc_model::patch::SITES
+                .iter()
+                .any(|s| vfsmc::check::Reach::is_site(t, s))
+            {
+                failures.push(format!(
+                    "{}/{}: {t} chose a variant's branch but model/build.rs listed no site there",
+                    r.model, r.variant
+                ));
+            }
+        }
+        if names.is_empty() || sites.is_empty() {
+            failures.push(format!(
+                "{}/{}: its code selects no variant site (model/src/patch.rs)",
+                r.model, r.variant
+            ));
+        } else if r.reach.changed == 0 {
+            failures.push(format!(
+                "{}/{} [{}] {}: no execution ran its changed code ({})",
+                r.model,
+                r.variant,
+                r.scenario,
+                r.engine,
+                names.join(", ")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// One snapshot per invariant the model breaks: its shortest witness trace.

@@ -203,8 +203,10 @@ pub struct Flavor {
 }
 
 impl Flavor {
+    /// Whether the variant has `bug`: a variant site ([`crate::patch`]).
+    #[track_caller]
     pub fn has(self, bug: Bug) -> bool {
-        self.bug == Some(bug)
+        crate::patch::site(self.bug == Some(bug))
     }
 }
 

@@ -24,7 +24,7 @@ use crate::kernel::percpu::OnCpu;
 
 impl Slub {
     fn pinned(&self) -> bool {
-        self.variant != Variant::GuzikPreemptible
+        !self.variant.is(Variant::GuzikPreemptible)
     }
 
     /// The proposal's allocation (steps G0–G5 of the brief): set the pending
@@ -36,7 +36,7 @@ impl Slub {
         if self.pinned() {
             c.preempt_disable();
         }
-        let prev = if self.variant == Variant::GuzikFlag {
+        let prev = if self.variant.is(Variant::GuzikFlag) {
             0
         } else {
             self.cpus[c.this_cpu()].pending.read_once(c)
@@ -73,10 +73,10 @@ impl Slub {
     /// fallback list.
     fn guzik_drain(&self, c: &OnCpu) -> Option<u64> {
         let _f = c.enter("guzik_drain_irq_freelist");
-        if self.variant == Variant::GuzikNoDrain {
+        if self.variant.is(Variant::GuzikNoDrain) {
             return None;
         }
-        let irqs_off = self.variant != Variant::GuzikDrainIrqsOn;
+        let irqs_off = !self.variant.is(Variant::GuzikDrainIrqsOn);
         if irqs_off {
             c.local_irq_save();
         }

@@ -118,41 +118,53 @@ pub enum Variant {
 }
 
 impl Variant {
+    /// Whether this is `v`: a variant site ([`crate::patch`]).
+    #[track_caller]
+    pub fn is(self, v: Variant) -> bool {
+        crate::patch::site(self == v)
+    }
+
+    /// Whether this is one of `vs`: one variant site for all of them.
+    #[track_caller]
+    pub fn is_any(self, vs: &[Variant]) -> bool {
+        crate::patch::site(vs.contains(&self))
+    }
+
     /// Whether the variant is the proposal's single-word design.
     pub fn is_guzik(self) -> bool {
-        matches!(
-            self,
-            Variant::Guzik8Byte
-                | Variant::GuzikFlag
-                | Variant::GuzikPreemptible
-                | Variant::GuzikDrainIrqsOn
-                | Variant::GuzikNoDrain
-                | Variant::GuzikNmi
-        )
+        self.is_any(&[
+            Variant::Guzik8Byte,
+            Variant::GuzikFlag,
+            Variant::GuzikPreemptible,
+            Variant::GuzikDrainIrqsOn,
+            Variant::GuzikNoDrain,
+            Variant::GuzikNmi,
+        ])
     }
 
     /// Whether `c->freelist` is paired with `c->tid` in one double word.
     fn versioned(self) -> bool {
-        !self.is_guzik() && self != Variant::PointerOnly
+        !self.is_guzik() && !self.is(Variant::PointerOnly)
     }
 
     /// Whether the kernel is built with CONFIG_PREEMPT_RT.
     pub fn preempt_rt(self) -> bool {
-        matches!(
-            self,
-            Variant::PreemptRt | Variant::RtLocklessFastPath | Variant::RtSlowpathSkipsSlabRecheck
-        )
+        self.is_any(&[
+            Variant::PreemptRt,
+            Variant::RtLocklessFastPath,
+            Variant::RtSlowpathSkipsSlabRecheck,
+        ])
     }
 
     /// mm/slub.c:USE_LOCKLESS_FAST_PATH (v6.18): false on PREEMPT_RT.
     fn lockless_fast_path(self) -> bool {
-        !self.preempt_rt() || self == Variant::RtLocklessFastPath
+        !self.preempt_rt() || self.is(Variant::RtLocklessFastPath)
     }
 
     /// mm/slub.c:TID_STEP (v6.18): `roundup_pow_of_two(CONFIG_NR_CPUS)` with
     /// CONFIG_PREEMPTION (two CPUs here), 1 without.
     pub fn tid_step(self) -> u64 {
-        if self == Variant::SharedTid {
+        if self.is(Variant::SharedTid) {
             1
         } else {
             2

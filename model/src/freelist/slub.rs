@@ -98,7 +98,7 @@ impl Slub {
     ) -> bool {
         self.hold(c, object, Holder::InHand);
         let next = self.get_freepointer_safe(c, object);
-        if self.variant == Variant::PrefetchLoadsNextEarly && next != NULL {
+        if self.variant.is(Variant::PrefetchLoadsNextEarly) && next != NULL {
             // The kernel only prefetches next's free pointer, and only once
             // the cmpxchg succeeded.
             self.get_freepointer(c, next);
@@ -128,7 +128,7 @@ impl Slub {
         loop {
             let cpu = c.this_cpu();
             let kc = &self.cpus[cpu];
-            let (tid, slab) = if self.variant == Variant::FreeReadsSlabBeforeTid {
+            let (tid, slab) = if self.variant.is(Variant::FreeReadsSlabBeforeTid) {
                 let slab = kc.read_slab(c);
                 (kc.read_tid(c), slab)
             } else {
@@ -146,7 +146,7 @@ impl Slub {
             let nmi_or_rt = c.context() == Context::Nmi || !self.variant.lockless_fast_path();
             if !allow_spin
                 && nmi_or_rt
-                && self.variant != Variant::KfreeNolockNoDefer
+                && !self.variant.is(Variant::KfreeNolockNoDefer)
                 && self.local_lock_is_locked(c, cpu)
             {
                 self.defer_free(c, obj);
@@ -379,7 +379,8 @@ impl Slub {
         loop {
             if let Some(s) = kc.read_slab(c) {
                 self.local_lock_cpu_slab(c, cpu);
-                if self.variant != Variant::RtSlowpathSkipsSlabRecheck && kc.read_slab(c) != Some(s)
+                if !self.variant.is(Variant::RtSlowpathSkipsSlabRecheck)
+                    && kc.read_slab(c) != Some(s)
                 {
                     c.tracepoint("reread-slab");
                     self.local_unlock_cpu_slab(c, cpu);
@@ -395,7 +396,7 @@ impl Slub {
                     return Some(self.load_freelist(c, cpu, freelist));
                 }
                 kc.write_slab(c, None);
-                if self.variant != Variant::GetFreelistNullKeepsTid {
+                if !self.variant.is(Variant::GetFreelistNullKeepsTid) {
                     kc.write_tid(c, self.next_tid(kc.read_tid(c)));
                 }
                 self.local_unlock_cpu_slab(c, cpu);
@@ -461,7 +462,7 @@ impl Slub {
         for o in self.chain_from(next) {
             self.unhold(c, o, Holder::InHand);
         }
-        if self.variant != Variant::LoadFreelistNoTid {
+        if !self.variant.is(Variant::LoadFreelistNoTid) {
             kc.write_tid(c, self.next_tid(kc.read_tid(c)));
         }
         self.local_unlock_cpu_slab(c, cpu);
@@ -488,7 +489,7 @@ impl Slub {
         let kc = &self.cpus[cpu];
         self.local_lock_cpu_slab(c, cpu);
         let slab = kc.read_slab(c);
-        let mut taken = self.detach_cpu_freelist(c, cpu, self.variant != Variant::FlushNoTid);
+        let mut taken = self.detach_cpu_freelist(c, cpu, !self.variant.is(Variant::FlushNoTid));
         if self.variant.is_guzik() {
             let irq = kc.irq_freelist.read_once(c);
             let more = self.chain_from(irq);
@@ -687,7 +688,8 @@ impl Slub {
         if self.cpus[cpu].lock.peek() != 0 {
             c.tracepoint("nmi-inside-slowpath");
         }
-        if nmi && self.variant != Variant::NolockNoLockCheck && self.local_lock_is_locked(c, cpu) {
+        if nmi && !self.variant.is(Variant::NolockNoLockCheck) && self.local_lock_is_locked(c, cpu)
+        {
             return None;
         }
         self.slab_alloc_node(c, false).ok().flatten()

@@ -85,8 +85,11 @@ pub struct Flavor {
 }
 
 impl Flavor {
+    /// Whether the variant has change `c`: a variant site
+    /// ([`crate::patch`]).
+    #[track_caller]
     pub fn has(self, c: Change) -> bool {
-        self.change == Some(c)
+        crate::patch::site(self.change == Some(c))
     }
 }
 

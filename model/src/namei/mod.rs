@@ -131,6 +131,12 @@ pub enum Bug {
     /// as -ENOENT (a miss taken for a negative entry) instead of failing the
     /// unlazy.
     CachedMissIsEnoent,
+    /// A reviewer's patch (constructed, issue 16): `try_to_unlazy`
+    /// legitimizes the path before the links, keeping each call's failure
+    /// exit. A failed path leaves `depth` links never grabbed for
+    /// `terminate_walk` to put; failed links after a grabbed path NULL a
+    /// path whose references are held.
+    UnlazyPathBeforeLinks,
 }
 
 /// A variant as the walk sees it: substrate and walk defects, if any.
@@ -141,8 +147,20 @@ pub struct Flavor {
 }
 
 impl Flavor {
+    /// Whether the variant has `bug`: a variant site ([`crate::patch`]).
+    #[track_caller]
     pub fn has(self, bug: Bug) -> bool {
-        self.bug == Some(bug)
+        crate::patch::site(self.bug == Some(bug))
+    }
+
+    /// Marks an exit of `bug`'s changed region ([`crate::patch`]); `label`
+    /// names it in the review's list of exits no scenario reached.
+    #[track_caller]
+    pub fn exit(self, bug: Bug, label: &'static str) {
+        debug_assert!(!label.is_empty());
+        if self.bug == Some(bug) {
+            crate::patch::exit();
+        }
     }
 }
 

@@ -130,8 +130,11 @@ pub struct OpenFlavor {
 }
 
 impl OpenFlavor {
+    /// Whether the variant has change `c`: a variant site
+    /// ([`crate::patch`]).
+    #[track_caller]
     pub fn has(self, c: Change) -> bool {
-        self.change == Some(c)
+        crate::patch::site(self.change == Some(c))
     }
 }
 

@@ -189,15 +189,56 @@ impl Walk<'_> {
         if self.cached_bailout(false) {
             return false;
         }
+        if self.flavor.has(Bug::UnlazyPathBeforeLinks) {
+            return self.unlazy_path_before_links();
+        }
         if self.nd.depth > 0 && !self.legitimize_links() {
+            self.t.tracepoint("legitimize_links_failed");
             self.nd.path = Path::NULL;
             return false;
         }
+        let depth = self.nd.depth;
+        if !self.legitimize_nd_path() {
+            if depth > 0 {
+                self.t.tracepoint("legitimize_path_failed_with_links");
+            }
+            return false;
+        }
+        self.legitimize_root()
+    }
+
+    /// `legitimize_path(nd, &nd->path, nd->seq)`.
+    fn legitimize_nd_path(&mut self) -> bool {
         let mut path = self.nd.path;
         let seq = self.nd.seq;
         let ok = self.legitimize_path(&mut path, seq);
         self.nd.path = path;
-        ok && self.legitimize_root()
+        ok
+    }
+
+    /// [`Bug::UnlazyPathBeforeLinks`]: `try_to_unlazy`'s two calls swapped,
+    /// each with its own failure exit (`goto out` for the path, `goto out1`
+    /// for the links).
+    fn unlazy_path_before_links(&mut self) -> bool {
+        let depth = self.nd.depth;
+        if !self.legitimize_nd_path() {
+            if depth > 0 {
+                self.flavor.exit(
+                    Bug::UnlazyPathBeforeLinks,
+                    "legitimize_path failed with links on the stack",
+                );
+            }
+            return false;
+        }
+        if depth > 0 && !self.legitimize_links() {
+            self.flavor.exit(
+                Bug::UnlazyPathBeforeLinks,
+                "legitimize_links failed after the path was grabbed",
+            );
+            self.nd.path = Path::NULL;
+            return false;
+        }
+        self.legitimize_root()
     }
 
     /// fs/namei.c:try_to_unlazy_next (7.3): as `try_to_unlazy`, and also

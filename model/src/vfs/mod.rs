@@ -219,8 +219,10 @@ impl Vfs {
         }
     }
 
+    /// Whether the substrate has `bug`: a variant site ([`crate::patch`]).
+    #[track_caller]
     pub fn has(&self, bug: VfsBug) -> bool {
-        self.bug == Some(bug)
+        crate::patch::site(self.bug == Some(bug))
     }
 
     /// Every version of the ghost namespace, oldest first (the adversaries
