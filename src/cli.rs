@@ -1,7 +1,9 @@
 //! The `vfsmc` command line. Exit codes: 0 every invariant held (or every
 //! verdict matched the registry), 1 a violation (or a mismatch, or a replay
 //! that did not reproduce), 2 bad input — always with a message naming the
-//! argument, file or line and what was expected, never a panic.
+//! argument, file or line and what was expected, never a panic — and, for
+//! `review` only, 3 inconclusive: PATCHED held, but no search exercised its
+//! change where it differs (`crate::review::INCONCLUSIVE`).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -46,8 +48,17 @@ enum Format {
 /// `vfsmc review --format`.
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 enum ReviewFormat {
-    /// For a mail reply: plain text within 80 columns.
+    /// Plain text within 80 columns: the mail report, then every verdict,
+    /// the full traces, costs and what the verdicts cover.
     Text,
+    /// For a mail reply: the verdict, one trace per new violation trimmed
+    /// to its race, the replay lines (about 60 lines).
+    Mail,
+    /// The first new violation as an SVG sequence diagram, with its replay
+    /// line.
+    Svg,
+    /// The first new violation as a Mermaid sequence diagram.
+    Mermaid,
     /// For a pull request.
     Markdown,
     Json,
@@ -92,7 +103,13 @@ enum Command {
     List,
     /// A model's variants (with kernel references), scenarios (with goals and
     /// loom bounds) and invariants.
-    Show { model: String },
+    Show {
+        model: String,
+        /// Only this variant: its row and where its code lives (the sites
+        /// and exits of model/src/patch.rs).
+        #[arg(long)]
+        variant: Option<String>,
+    },
     /// Check variants; with no MODEL, check the whole registry against its
     /// expected verdicts.
     #[command(after_help = crate::engine::help())]
@@ -100,9 +117,16 @@ enum Command {
     /// Compare two variants of a model for a review: verdicts per scenario
     /// and engine, new violations with their traces, costs, and what the
     /// verdicts cover. Exit 0 when PATCHED holds wherever BASE holds, 1 when
-    /// it breaks something BASE holds.
+    /// it breaks something BASE holds, 3 when it holds but no search
+    /// exercised its change where it differs (inconclusive).
     #[command(after_help = crate::engine::help())]
     Review(ReviewArgs),
+    /// Model coverage (`scripts/model-coverage`): per folder line coverage
+    /// from an lcov export of a PR-tier run, the functions and failure exits
+    /// no scenario reached; exit 1 when a gated exit is missing from LIST
+    /// (or listed but reached).
+    #[command(hide = true)]
+    CoverageGaps { lcov: PathBuf, list: PathBuf },
     /// Replay corpus files; exit 0 when each reproduces its recorded outcome.
     Replay {
         #[arg(required = true)]
@@ -302,8 +326,12 @@ pub fn main() -> i32 {
     crate::quiet::mute_engine_stderr();
     let result = match cli.command {
         Command::List => Ok(list()),
-        Command::Show { model } => show(&model),
+        Command::Show { model, variant } => match variant {
+            Some(v) => show_variant(&model, &v),
+            None => show(&model),
+        },
         Command::Check(a) => run_check(a),
+        Command::CoverageGaps { lcov, list } => coverage_gaps(&lcov, &list),
         Command::Review(a) => run_review(a),
         Command::Replay { files, format } => replay(&files, format),
         Command::Merge { files } => merge(&files),
@@ -344,19 +372,64 @@ fn list() -> i32 {
     0
 }
 
+fn coverage_gaps(lcov: &std::path::Path, list: &std::path::Path) -> Out<i32> {
+    let read = |p: &std::path::Path| {
+        std::fs::read_to_string(p).map_err(|e| BadInput(format!("{}: {e}", p.display())))
+    };
+    let counts = crate::coverage::parse_lcov(&read(lcov)?);
+    let listed =
+        crate::coverage::parse_list(&list.display().to_string(), &read(list)?).map_err(BadInput)?;
+    let (text, pass) =
+        crate::coverage::report(&counts, |f| std::fs::read_to_string(f).ok(), &listed);
+    print!("{text}");
+    Ok(i32::from(!pass))
+}
+
+/// A variant's registry row, as `show` lists it.
+fn print_variant(m: &'static dyn Model, v: &Variant) {
+    let witness = if v.witness.is_empty() {
+        String::new()
+    } else {
+        format!(" on {}", v.witness)
+    };
+    println!(
+        "  {} — expected {}{witness}\n      {}\n      {}",
+        v.name, v.expected, v.kernel, v.about
+    );
+    let sites = vfsmc_model::patch::sites_of(&m.changes(v.name));
+    if !sites.is_empty() {
+        let at: Vec<String> = sites.iter().map(|s| s.at()).collect();
+        println!("      code: {}", at.join(", "));
+    }
+}
+
+/// `vfsmc show MODEL --variant V`: the row and every site and exit of its
+/// changed code.
+fn show_variant(model: &str, variant: &str) -> Out<i32> {
+    let m = find_model(model)?;
+    let v = find_variant(m, variant)?;
+    println!("{}: {}\n", m.name(), m.about());
+    print_variant(m, v);
+    let names = m.changes(v.name);
+    if names.is_empty() {
+        println!(
+            "\n{} changes no variant site: a base or a spec-level variant",
+            v.name
+        );
+    } else {
+        println!("\nchanged code ({}):", names.join(", "));
+        for s in vfsmc_model::patch::sites_of(&names) {
+            println!("  {}", check::site_text(s));
+        }
+    }
+    Ok(0)
+}
+
 fn show(name: &str) -> Out<i32> {
     let m = find_model(name)?;
     println!("{}: {}\n\nvariants:", m.name(), m.about());
     for v in m.variants() {
-        let witness = if v.witness.is_empty() {
-            String::new()
-        } else {
-            format!(" on {}", v.witness)
-        };
-        println!(
-            "  {} — expected {}{witness}\n      {}\n      {}",
-            v.name, v.expected, v.kernel, v.about
-        );
+        print_variant(m, v);
     }
     println!("\nscenarios:");
     for s in m.scenarios() {
@@ -431,36 +504,77 @@ fn print_tiers(m: &'static dyn Model) {
     }
 }
 
-fn names<T>(items: &[T], name: impl Fn(&T) -> &str) -> String {
-    items.iter().map(name).collect::<Vec<_>>().join(", ")
-}
-
 fn find_model(name: &str) -> Out<&'static dyn Model> {
     vfsmc_specs::model(name).ok_or_else(|| {
         let known: Vec<&str> = vfsmc_specs::models().iter().map(|m| m.name()).collect();
         BadInput(format!(
-            "unknown model '{name}' (expected one of: {})",
+            "unknown model '{name}'{} (expected one of: {})",
+            did_you_mean(name, &known),
             known.join(", ")
         ))
     })
 }
 
+/// Edit distance (Levenshtein) of two names.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (prev + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// `; did you mean 'x'?` for the known name nearest a misspelled one, when
+/// one is near enough (a third of its length).
+fn did_you_mean(name: &str, known: &[&str]) -> String {
+    known
+        .iter()
+        .map(|k| (distance(name, k), *k))
+        .filter(|(d, k)| *d <= k.chars().count().div_ceil(3).max(2))
+        .min()
+        .map_or(String::new(), |(_, k)| format!("; did you mean '{k}'?"))
+}
+
 fn find_variant(m: &'static dyn Model, name: &str) -> Out<&'static Variant> {
     m.variant(name).ok_or_else(|| {
+        let elsewhere = vfsmc_specs::models()
+            .into_iter()
+            .find(|o| o.name() != m.name() && o.variant(name).is_some());
+        if let Some(o) = elsewhere {
+            return BadInput(format!(
+                "model '{}' has no variant '{name}': it is a variant of '{}' (vfsmc check {} --variant {name})",
+                m.name(),
+                o.name(),
+                o.name()
+            ));
+        }
+        let known: Vec<&str> = m.variants().iter().map(|v| v.name).collect();
         BadInput(format!(
-            "model '{}' has no variant '{name}' (expected one of: {})",
+            "model '{}' has no variant '{name}'{} (expected one of: {})",
             m.name(),
-            names(m.variants(), |v| v.name)
+            did_you_mean(name, &known),
+            known.join(", ")
         ))
     })
 }
 
 fn find_scenario(m: &'static dyn Model, name: &str) -> Out<&'static Scenario> {
     m.scenario(name).ok_or_else(|| {
+        let known: Vec<&str> = m.scenarios().iter().map(|s| s.name).collect();
         BadInput(format!(
-            "model '{}' has no scenario '{name}' (expected one of: {})",
+            "model '{}' has no scenario '{name}'{} (expected one of: {})",
             m.name(),
-            names(m.scenarios(), |s| s.name)
+            did_you_mean(name, &known),
+            known.join(", ")
         ))
     })
 }
@@ -583,6 +697,13 @@ fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Che
                 if s.generated && input.is_empty() {
                     return Err(BadInput(format!(
                         "scenario '{}' is generated from bytes: give them with --input HEX",
+                        s.name
+                    )));
+                }
+                if !s.generated && !input.is_empty() && a.scenario.is_some() {
+                    return Err(BadInput(format!(
+                        "--input: scenario '{}' is hand-written and reads no bytes (only generated \
+                         scenarios take --input)",
                         s.name
                     )));
                 }
@@ -1044,8 +1165,21 @@ fn run_review(a: ReviewArgs) -> Out<i32> {
     let rv = review::review(&req);
     match a.format {
         ReviewFormat::Text => print!("{}", review::text(&rv)),
+        ReviewFormat::Mail => print!("{}", review::mail(&rv)),
         ReviewFormat::Markdown => print!("{}", review::markdown(&rv)),
         ReviewFormat::Json => println!("{}", review::json(&rv)),
+        ReviewFormat::Svg | ReviewFormat::Mermaid => match review::first_new_violation(&rv) {
+            Some((r, rec)) => {
+                let mut d = Diagram::of(&title(r), rec);
+                d.violation.push(format!("replay: {}", r.replay_line()));
+                if a.format == ReviewFormat::Svg {
+                    print!("{}", diagram::svg(&d));
+                } else {
+                    print!("{}", diagram::mermaid(&d));
+                }
+            }
+            None => eprint!("{}", review::mail(&rv)),
+        },
     }
     Ok(rv.exit_code())
 }

@@ -72,11 +72,11 @@ pub struct Diagram {
     pub violation: Vec<String>,
 }
 
-fn acquires(op: LockOp) -> bool {
+pub(crate) fn acquires(op: LockOp) -> bool {
     matches!(op, LockOp::SpinLock | LockOp::MutexLock | LockOp::DownWrite)
 }
 
-fn releases(op: LockOp) -> bool {
+pub(crate) fn releases(op: LockOp) -> bool {
     matches!(
         op,
         LockOp::SpinUnlock | LockOp::MutexUnlock | LockOp::UpWrite

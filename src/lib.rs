@@ -5,6 +5,7 @@
 pub mod check;
 pub mod cli;
 pub mod corpus;
+pub mod coverage;
 pub mod diagram;
 pub mod engine;
 pub mod pool;

@@ -172,33 +172,64 @@ fn context(step: &Step) -> String {
 }
 
 /// `text` in lines of at most `width` characters, continuation lines
-/// indented by two spaces; a word longer than a line is cut.
+/// indented by two spaces. A word too long for a line breaks after a `(`,
+/// `,`, `=` or `→` inside it, never inside a name; only a name longer than
+/// a whole line is cut.
 pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
+    let len = |s: &str| s.chars().count();
     for word in text.split(' ') {
         let extra = usize::from(!line.is_empty());
-        if !line.is_empty() && line.chars().count() + extra + word.chars().count() > width {
-            lines.push(std::mem::take(&mut line));
-            line.push_str("  ");
+        if !line.is_empty() && len(&line) + extra + len(word) > width {
+            if len(word) + 2 <= width {
+                lines.push(std::mem::take(&mut line));
+                line.push_str("  ");
+            } else {
+                line.push(' ');
+            }
         } else if extra == 1 {
             line.push(' ');
         }
-        let mut word = word.to_string();
-        while line.chars().count() + word.chars().count() > width {
-            let room = width.saturating_sub(line.chars().count()).max(1);
-            let head: String = word.chars().take(room).collect();
-            word = word.chars().skip(room).collect();
-            line.push_str(&head);
-            lines.push(std::mem::take(&mut line));
-            line.push_str("  ");
+        for piece in pieces(word) {
+            if len(&line) + len(piece) > width && !line.trim().is_empty() {
+                lines.push(std::mem::take(&mut line).trim_end().to_string());
+                line.push_str("  ");
+            }
+            let mut piece = piece.to_string();
+            while len(&line) + len(&piece) > width {
+                let room = width.saturating_sub(len(&line)).max(1);
+                let head: String = piece.chars().take(room).collect();
+                piece = piece.chars().skip(room).collect();
+                line.push_str(&head);
+                lines.push(std::mem::take(&mut line));
+                line.push_str("  ");
+            }
+            line.push_str(&piece);
         }
-        line.push_str(&word);
     }
     if !line.trim().is_empty() {
         lines.push(line);
     }
     lines
+}
+
+/// A word cut after each `(`, `,`, `=` and `→`: where a long word may
+/// break.
+fn pieces(word: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, c) in word.char_indices() {
+        if matches!(c, '(' | ',' | '=' | '→') {
+            let end = i + c.len_utf8();
+            out.push(&word[start..end]);
+            start = end;
+        }
+    }
+    if start < word.len() {
+        out.push(&word[start..]);
+    }
+    out
 }
 
 fn pad(s: &str, width: usize) -> String {
@@ -245,6 +276,13 @@ fn header(col: u8, record: &Record) -> String {
 /// The trace as an 80-column table, one column per thread, then the
 /// violation and the state that breaks it.
 pub fn text_trace(record: &Record) -> String {
+    text_trace_folded(record, &vec![true; record.steps.len()])
+}
+
+/// [`text_trace`] with the steps whose `keep` is false folded: each run of
+/// them one line, `… 38 steps of set-up …` before the first kept step and
+/// `… 5 steps …` between kept ones. Step numbers stay the trace's own.
+pub fn text_trace_folded(record: &Record, keep: &[bool]) -> String {
     let cols = columns(record);
     let ncols = cols.len().max(1);
     let col_w = (WIDTH - STEP_W - (ncols - 1)) / ncols;
@@ -253,8 +291,23 @@ pub fn text_trace(record: &Record) -> String {
     out.push(row("", &heads, col_w));
     out.push("-".repeat(WIDTH));
     let mut last_func: Vec<Option<&str>> = vec![None; ncols];
+    let mut folded = 0;
+    let mut seen_kept = false;
+    let stale = stale_reads(record);
     for (n, s) in record.steps.iter().enumerate() {
         let i = cols.iter().position(|c| *c == s.thread).unwrap_or(0);
+        if !keep.get(n).copied().unwrap_or(true) {
+            folded += 1;
+            // A folded step still sets its thread's function: the next
+            // kept step of that thread names its own if it differs.
+            last_func[i] = None;
+            continue;
+        }
+        if folded > 0 {
+            out.push(fold_line(folded, seen_kept));
+            folded = 0;
+        }
+        seen_kept = true;
         let mut lines = Vec::new();
         if last_func[i] != Some(s.func) {
             if s.func != "-" {
@@ -264,6 +317,12 @@ pub fn text_trace(record: &Record) -> String {
         }
         for l in wrap(&effect(&s.effect, record), col_w - 1) {
             lines.push(format!(" {l}"));
+        }
+        if let Some(at) = stale[n] {
+            let note = format!("(stale: step {}'s store not visible here)", at + 1);
+            for l in wrap(&note, col_w - 3) {
+                lines.push(format!("   {l}"));
+            }
         }
         for (k, l) in lines.into_iter().enumerate() {
             let mut cells = vec![String::new(); ncols];
@@ -275,6 +334,9 @@ pub fn text_trace(record: &Record) -> String {
             };
             out.push(row(&step, &cells, col_w));
         }
+    }
+    if folded > 0 {
+        out.push(fold_line(folded, seen_kept));
     }
     if let Some(v) = &record.violation {
         out.push("-".repeat(WIDTH));
@@ -297,6 +359,162 @@ pub fn text_trace(record: &Record) -> String {
         }
     }
     out.join("\n") + "\n"
+}
+
+/// The data a step reads or writes: each location (a variable, a bitmap, a
+/// slab object) with whether the step writes it.
+fn accesses(e: &Effect) -> Vec<(String, bool)> {
+    use vfsmc_model::trace::Part;
+    match *e {
+        Effect::Load { var, .. } => vec![(var.to_string(), false)],
+        Effect::Store { var, .. } | Effect::Rmw { var, .. } => vec![(var.to_string(), true)],
+        Effect::Cmpxchg { var, ok, .. } => vec![(var.to_string(), ok)],
+        Effect::Alloc { cache, obj, .. } | Effect::Free { cache, obj } => {
+            vec![(format!("{cache}#{obj}"), true)]
+        }
+        Effect::Update { parts, .. } => parts
+            .iter()
+            .map(|p| match *p {
+                Part::SetBit { map, .. } | Part::ClearBit { map, .. } => (map.to_string(), true),
+                Part::Store { var, .. } | Part::Assign { var, .. } => (var.to_string(), true),
+            })
+            .collect(),
+        // Locks and RCU order the accesses; they are not the race.
+        Effect::Lock { .. }
+        | Effect::LockTest { .. }
+        | Effect::RcuRead { .. }
+        | Effect::GracePeriod { .. }
+        | Effect::CallRcu { .. }
+        | Effect::Fence(_)
+        | Effect::Cpu(_)
+        | Effect::Return(_)
+        | Effect::Note(_) => Vec::new(),
+    }
+}
+
+/// The value a step leaves in each location it writes.
+fn written(e: &Effect) -> Vec<(&'static str, u64)> {
+    use vfsmc_model::trace::Part;
+    match *e {
+        Effect::Store { var, new, .. } | Effect::Rmw { var, new, .. } => vec![(var, new.raw)],
+        Effect::Cmpxchg {
+            var, new, ok: true, ..
+        } => vec![(var, new.raw)],
+        Effect::Update { parts, .. } => parts
+            .iter()
+            .filter_map(|p| match *p {
+                Part::Store { var, new, .. } => Some((var, new.raw)),
+                Part::Assign { var, val } => Some((var, val.raw)),
+                Part::SetBit { .. } | Part::ClearBit { .. } => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// For each load that returns something else than the latest store to its
+/// location in the trace, that store's step (0-based): under weak memory
+/// the loading thread does not see it yet.
+fn stale_reads(record: &Record) -> Vec<Option<usize>> {
+    let mut last: std::collections::BTreeMap<&'static str, (usize, u64, u8)> = Default::default();
+    record
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let stale = match s.effect {
+                Effect::Load { var, val, .. } => last
+                    .get(var)
+                    .filter(|(_, v, t)| *v != val.raw && *t != s.thread)
+                    .map(|(at, _, _)| *at),
+                _ => None,
+            };
+            for (var, v) in written(&s.effect) {
+                last.insert(var, (i, v, s.thread));
+            }
+            stale
+        })
+        .collect()
+}
+
+/// The locks each step's thread holds when it runs (the lock a step takes
+/// counts from that step on).
+fn locksets(record: &Record) -> Vec<Vec<&'static str>> {
+    let mut held: std::collections::BTreeMap<u8, Vec<&'static str>> = Default::default();
+    record
+        .steps
+        .iter()
+        .map(|s| {
+            let mine = held.entry(s.thread).or_default();
+            if let Effect::Lock { op, lock, .. } = s.effect {
+                if crate::diagram::acquires(op) {
+                    mine.push(lock);
+                } else if crate::diagram::releases(op) {
+                    if let Some(k) = mine.iter().rposition(|l| *l == lock) {
+                        mine.remove(k);
+                    }
+                }
+            }
+            mine.clone()
+        })
+        .collect()
+}
+
+/// The steps that race: each accesses a location another thread accesses
+/// too, one of the two writing it, with no lock held by both (Eraser's
+/// lockset rule: accesses a common lock orders are not the race).
+fn racing(record: &Record) -> Vec<usize> {
+    let acc: Vec<Vec<(String, bool)>> = record.steps.iter().map(|s| accesses(&s.effect)).collect();
+    let locks = locksets(record);
+    let conflict = |i: usize, j: usize| {
+        record.steps[i].thread != record.steps[j].thread
+            && !locks[i].iter().any(|l| locks[j].contains(l))
+            && acc[i]
+                .iter()
+                .any(|(loc, w)| acc[j].iter().any(|(l, w2)| l == loc && (*w || *w2)))
+    };
+    (0..record.steps.len())
+        .filter(|&i| (0..record.steps.len()).any(|j| conflict(i, j)))
+        .collect()
+}
+
+/// Which steps a mail keeps of `record` so that its trace fits `lines`:
+/// the last step (where the violation was judged), then the racing
+/// accesses, then the steps between them, each nearest the violation first
+/// while they fit; the rest folded (the set-up before them into one line).
+pub fn mail_steps(record: &Record, lines: usize) -> Vec<bool> {
+    let n = record.steps.len();
+    let mut keep = vec![false; n];
+    if n == 0 {
+        return keep;
+    }
+    keep[n - 1] = true;
+    let fits = |keep: &[bool]| text_trace_folded(record, keep).lines().count() <= lines;
+    let races = racing(record);
+    let first = |keep: &[bool]| keep.iter().position(|k| *k).unwrap_or(n);
+    for &i in races.iter().rev() {
+        keep[i] = true;
+        if !fits(&keep) {
+            keep[i] = false;
+            break;
+        }
+    }
+    for i in (first(&keep)..n).rev() {
+        if !keep[i] {
+            keep[i] = true;
+            if !fits(&keep) {
+                keep[i] = false;
+            }
+        }
+    }
+    keep
+}
+
+/// The line that stands for `n` folded steps.
+fn fold_line(n: usize, after_kept: bool) -> String {
+    let what = if after_kept { "" } else { " of set-up" };
+    let steps = if n == 1 { "step" } else { "steps" };
+    format!("    … {n} {steps}{what} …")
 }
 
 fn val_json(v: Val) -> Value {

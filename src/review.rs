@@ -20,10 +20,11 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 use vfsmc_model::driver::{OpCost, Record};
 use vfsmc_model::exec::Counter;
+use vfsmc_model::patch::Site;
 use vfsmc_model::trace::Effect;
 use vfsmc_specs::{Model, Need, Run, Scenario, Variant};
 
-use crate::check::{self, Check, Report, Verdict};
+use crate::check::{self, site_text, Check, Report, Verdict};
 use crate::engine::{self, Budget, EngineKind, Shape};
 use crate::{render, shard};
 
@@ -76,6 +77,83 @@ pub struct Cell {
     pub runs: Option<(Report, Report)>,
     /// Why the engine cannot judge a variant, when it cannot.
     pub not_judged: Option<String>,
+}
+
+impl Cell {
+    /// PATCHED's distinct executions whose trace BASE never produced (the
+    /// engines explore deterministically: one program, one set of traces).
+    pub fn differed(&self) -> Option<usize> {
+        let (b, p) = self.runs.as_ref()?;
+        let (b, p) = (b.fingerprints.as_ref()?, p.fingerprints.as_ref()?);
+        Some(p.difference(b).count())
+    }
+
+    /// Both searches explored the same executions with the same traces.
+    fn same_traces(&self) -> bool {
+        self.runs.as_ref().is_some_and(|(b, p)| {
+            b.executions == p.executions
+                && b.fingerprints.is_some()
+                && b.fingerprints == p.fingerprints
+        })
+    }
+}
+
+/// The changed code of one side of the review (`vfsmc_model::patch`).
+pub struct Changed {
+    pub variant: &'static str,
+    /// The bugs and changes its code selects.
+    pub names: Vec<&'static str>,
+    pub sites: Vec<&'static Site>,
+    /// The sites and exits no search of this variant ran.
+    pub unreached: Vec<&'static Site>,
+}
+
+/// What the review's searches ran of the code the variants change.
+pub struct PatchCoverage {
+    /// BASE's and PATCHED's changed code, for each that changes any.
+    pub sides: Vec<Changed>,
+    /// Every judged pair explored identical executions.
+    pub same_traces: bool,
+}
+
+impl PatchCoverage {
+    fn of(req: &Request, cells: &[Cell]) -> PatchCoverage {
+        let mut sides = Vec::new();
+        for (i, v) in [req.base, req.patched].into_iter().enumerate() {
+            let names = req.model.changes(v.name);
+            if names.is_empty() {
+                continue;
+            }
+            let sites = vfsmc_model::patch::sites_of(&names);
+            let reports: Vec<&Report> = cells
+                .iter()
+                .filter_map(|c| c.runs.as_ref())
+                .map(|(b, p)| if i == 0 { b } else { p })
+                .collect();
+            let unreached = sites
+                .iter()
+                .filter(|s| !reports.iter().any(|r| r.reach.ran(s)))
+                .copied()
+                .collect();
+            sides.push(Changed {
+                variant: v.name,
+                names,
+                sites,
+                unreached,
+            });
+        }
+        let judged: Vec<&Cell> = cells.iter().filter(|c| c.runs.is_some()).collect();
+        PatchCoverage {
+            sides,
+            same_traces: !judged.is_empty() && judged.iter().all(|c| c.same_traces()),
+        }
+    }
+
+    /// The change was never exercised where it differs: a declared site
+    /// or exit no search ran, or traces identical to BASE's everywhere.
+    pub fn inconclusive(&self) -> bool {
+        self.same_traces || self.sides.iter().any(|s| !s.unreached.is_empty())
+    }
 }
 
 /// One counter of one operation whose cost per call either variant has.
@@ -185,8 +263,13 @@ pub struct Review {
     pub cells: Vec<Cell>,
     pub costs: Vec<Costs>,
     pub coverage: Coverage,
+    pub patch: PatchCoverage,
     pub budget: Budget,
 }
+
+/// The exit code of a review whose PATCHED holds but whose change no search
+/// exercised where it differs (0: holds, 1: breaks, 2: bad input).
+pub const INCONCLUSIVE: i32 = 3;
 
 impl Review {
     /// PATCHED breaks something BASE holds.
@@ -194,9 +277,22 @@ impl Review {
         self.cells.iter().any(|c| c.change == Change::Breaks)
     }
 
-    /// 0 when PATCHED holds wherever BASE holds, else 1.
+    /// PATCHED holds wherever BASE holds, but that proves nothing about the
+    /// change: no search exercised it where it differs.
+    pub fn inconclusive(&self) -> bool {
+        !self.breaks() && self.patch.inconclusive()
+    }
+
+    /// 1 when PATCHED breaks a check BASE holds, [`INCONCLUSIVE`] when the
+    /// change was never exercised, else 0.
     pub fn exit_code(&self) -> i32 {
-        i32::from(self.breaks())
+        if self.breaks() {
+            1
+        } else if self.inconclusive() {
+            INCONCLUSIVE
+        } else {
+            0
+        }
     }
 }
 
@@ -269,7 +365,11 @@ fn classify(base: &Report, patched: &Report) -> Change {
 }
 
 fn check_of(req: &Request, v: &'static Variant, s: &'static Scenario, e: EngineKind) -> Check {
-    let mut c = Check::new(req.model, v, s, e).with_budget(&req.budget);
+    let budget = Budget {
+        fingerprints: true,
+        ..req.budget.clone()
+    };
+    let mut c = Check::new(req.model, v, s, e).with_budget(&budget);
     c.confidence = req.confidence;
     c
 }
@@ -461,7 +561,9 @@ pub fn review(req: &Request) -> Review {
     if !weak_memory {
         coverage.stand_ins.clear();
     }
+    let patch = PatchCoverage::of(req, &cells);
     Review {
+        patch,
         model: req.model.name(),
         base: req.base,
         patched: req.patched,
@@ -518,6 +620,12 @@ fn headline(rv: &Review) -> String {
     );
     let verdict = if breaks > 0 {
         format!("PATCHED breaks {breaks} check(s) that BASE holds (exit 1).")
+    } else if rv.inconclusive() {
+        format!(
+            "INCONCLUSIVE (exit {INCONCLUSIVE}): PATCHED holds everywhere BASE holds, but the change \
+             was never exercised where it differs; {}.",
+            inconclusive_advice(&rv.patch)
+        )
     } else {
         "PATCHED holds everywhere BASE holds (exit 0).".to_string()
     };
@@ -525,6 +633,50 @@ fn headline(rv: &Review) -> String {
         "{verdict}\nChecks: {breaks} new violation(s), {fixes} fixed, {differs} different, \
          {same} same, {na} not judged."
     )
+}
+
+/// What a reviewer must add for an inconclusive review to decide.
+fn inconclusive_advice(p: &PatchCoverage) -> String {
+    let first = p.sides.iter().find_map(|s| s.unreached.first());
+    match first {
+        Some(site) => format!("add a scenario that reaches {}", site_text(site)),
+        None => "every search explored exactly BASE's executions with the same traces: add a \
+                 scenario where the change alters what a thread does"
+            .to_string(),
+    }
+}
+
+/// One cell's patch-coverage words: "changed code reached in N of M
+/// executions; behaviour differed in K".
+fn reach_words(c: &Cell, p: &Report) -> String {
+    let differed = c
+        .differed()
+        .map_or(String::new(), |k| format!("; behaviour differed in {k}"));
+    format!(
+        "changed code reached in {} of {} executions{differed}",
+        p.reach.changed, p.executions
+    )
+}
+
+/// The sites and exits each side's searches never ran, one line each.
+fn unreached_lines(p: &PatchCoverage) -> Vec<String> {
+    let mut out = Vec::new();
+    for side in &p.sides {
+        let ran = side.sites.len() - side.unreached.len();
+        out.push(format!(
+            "{} ({}): {ran} of {} sites and exits ran",
+            side.variant,
+            side.names.join(", "),
+            side.sites.len()
+        ));
+        for s in &side.unreached {
+            out.push(format!("  never reached: {}", site_text(s)));
+        }
+    }
+    if p.same_traces {
+        out.push("every search explored exactly BASE's executions, with the same traces".into());
+    }
+    out
 }
 
 fn stands_in_text(s: &StandIn) -> String {
@@ -557,8 +709,44 @@ fn wrap_into(out: &mut String, indent: &str, text: &str) {
 
 // --- text ------------------------------------------------------------------------
 
-/// The report as plain text within 80 columns.
-pub fn text(rv: &Review) -> String {
+/// Lines a mail report aims at (the issue's "about 60").
+const MAIL_LINES: usize = 60;
+
+/// The new violations a mail shows: per invariant, the search with the
+/// shortest trace (the first in report order on a tie).
+fn mail_violations(rv: &Review) -> Vec<&Report> {
+    let mut best: Vec<&Report> = Vec::new();
+    let len = |r: &Report| r.record.as_ref().map_or(usize::MAX, |x| x.steps.len());
+    for c in rv
+        .cells
+        .iter()
+        .filter(|c| matches!(c.change, Change::Breaks | Change::Differs))
+    {
+        let Some((_, r)) = &c.runs else { continue };
+        if r.record.is_none() {
+            continue;
+        }
+        match best.iter_mut().find(|b| b.invariant == r.invariant) {
+            Some(b) if len(r) < len(b) => *b = r,
+            Some(_) => {}
+            None => best.push(r),
+        }
+    }
+    best
+}
+
+/// The first new violation with its trace, in the order of the report.
+pub fn first_new_violation(rv: &Review) -> Option<(&Report, &Record)> {
+    mail_violations(rv)
+        .into_iter()
+        .find_map(|r| Some((r, r.record.as_ref()?)))
+}
+
+/// The report for a mail reply: the verdict, what the change reached when
+/// that decides it, and one shortest trace per new violation trimmed to its
+/// race (the set-up folded), each with its replay line; about
+/// [`MAIL_LINES`] lines. The text report starts with it.
+pub fn mail(rv: &Review) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -571,6 +759,48 @@ pub fn text(rv: &Review) -> String {
     for l in headline(rv).lines() {
         wrap_into(&mut out, "", l);
     }
+    if rv.inconclusive() {
+        for l in unreached_lines(&rv.patch) {
+            wrap_into(&mut out, "  ", &l);
+        }
+    }
+    let shown = mail_violations(rv);
+    for (i, r) in shown.iter().enumerate() {
+        let what = format!(
+            "{} on {} / {} ({} executions, {})",
+            verdict(r),
+            r.scenario,
+            r.engine,
+            r.executions,
+            search(r)
+        );
+        // Two lines for each violation after this one, a blank, a heading
+        // and the replay line for this one.
+        let left = MAIL_LINES.saturating_sub(out.lines().count() + 2 * (shown.len() - i) + 2);
+        out.push('\n');
+        match &r.record {
+            Some(rec) if left >= MIN_MAIL_TRACE => {
+                wrap_into(&mut out, "", &format!("{what}:"));
+                out.push_str(&render::text_trace_folded(
+                    rec,
+                    &render::mail_steps(rec, left),
+                ));
+            }
+            _ => wrap_into(&mut out, "", &format!("Also {what}; its trace:")),
+        }
+        let _ = writeln!(out, "replay: {}", r.replay_line());
+    }
+    out
+}
+
+/// The fewest lines a trace in a mail gets; a violation with less room
+/// left is named with its replay line only.
+const MIN_MAIL_TRACE: usize = 24;
+
+/// The report as plain text within 80 columns: the mail report first, then
+/// every verdict, the full traces, the costs and what the verdicts cover.
+pub fn text(rv: &Review) -> String {
+    let mut out = mail(rv);
     out.push('\n');
     let _ = writeln!(
         out,
@@ -598,9 +828,18 @@ pub fn text(rv: &Review) -> String {
                         r.seconds
                     );
                 }
+                if !rv.patch.sides.is_empty() {
+                    wrap_into(&mut out, "       ", &reach_words(c, p));
+                }
             }
             (None, Some(why)) => wrap_into(&mut out, "       ", &format!("not judged: {why}")),
             (None, None) => {}
+        }
+    }
+    if !rv.patch.sides.is_empty() || rv.patch.same_traces {
+        let _ = writeln!(out, "\nPATCH COVERAGE (model/src/patch.rs)");
+        for l in unreached_lines(&rv.patch) {
+            wrap_into(&mut out, "  ", &l);
         }
     }
     new_violations_text(rv, &mut out);
@@ -619,7 +858,7 @@ fn new_violations_text(rv: &Review, out: &mut String) {
     if new.is_empty() {
         return;
     }
-    let _ = writeln!(out, "\nNEW VIOLATIONS (PATCHED)");
+    let _ = writeln!(out, "\nNEW VIOLATIONS (PATCHED), full traces");
     for r in new {
         let _ = writeln!(out, "{}", "=".repeat(80));
         wrap_into(
@@ -847,6 +1086,23 @@ pub fn markdown(rv: &Review) -> String {
             }
         }
     }
+    if !rv.patch.sides.is_empty() || rv.patch.same_traces {
+        let _ = writeln!(out, "\n#### Patch coverage\n");
+        for c in &rv.cells {
+            if let Some((_, p)) = &c.runs {
+                let _ = writeln!(
+                    out,
+                    "- `{}` / {}: {}",
+                    c.scenario.name,
+                    c.engine,
+                    reach_words(c, p)
+                );
+            }
+        }
+        for l in unreached_lines(&rv.patch) {
+            let _ = writeln!(out, "- {}", l.trim_start());
+        }
+    }
     for c in rv
         .cells
         .iter()
@@ -938,6 +1194,7 @@ pub fn json(rv: &Review) -> Value {
                 "not_judged": c.not_judged,
                 "base": c.runs.as_ref().map(|r| r.0.json()),
                 "patched": c.runs.as_ref().map(|r| r.1.json()),
+                "differed": c.differed(),
             })
         })
         .collect();
@@ -964,7 +1221,17 @@ pub fn json(rv: &Review) -> Value {
         "base": rv.base.name,
         "patched": rv.patched.name,
         "breaks": rv.breaks(),
+        "inconclusive": rv.inconclusive(),
         "exit": rv.exit_code(),
+        "patch": {
+            "sides": rv.patch.sides.iter().map(|s| json!({
+                "variant": s.variant,
+                "changes": s.names,
+                "sites": s.sites.len(),
+                "unreached": s.unreached.iter().map(|x| site_text(x)).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "same_traces": rv.patch.same_traces,
+        },
         "cells": cells,
         "costs": costs,
         "coverage": {

@@ -95,6 +95,34 @@ fn unknown_names_are_bad_input() {
     assert_bad_input(&["show", "nosuchmodel"], "unknown model");
 }
 
+/// A reviewer's slips get a way out: the nearest name, the model a variant
+/// belongs to, and no silently ignored `--input`.
+#[test]
+fn misspelled_and_misplaced_names_say_what_was_meant() {
+    assert_bad_input(&["check", "unlazyy"], "did you mean 'unlazy'?");
+    assert_bad_input(
+        &["check", "unlazy", "--variant", "legitimize-skip-seq-check"],
+        "did you mean 'legitimize-skips-seq-check'?",
+    );
+    assert_bad_input(
+        &["check", "unlazy", "--variant", "fget-skips-slot-recheck"],
+        "it is a variant of 'fdtable'",
+    );
+    assert_bad_input(
+        &[
+            "check",
+            "fdtable",
+            "--variant",
+            "current",
+            "--scenario",
+            "churn",
+            "--input",
+            "00",
+        ],
+        "hand-written and reads no bytes",
+    );
+}
+
 #[test]
 fn impossible_budgets_are_bad_input() {
     assert_bad_input(&["check", "litmus", "--iterations", "0"], "--iterations");

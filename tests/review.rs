@@ -251,3 +251,139 @@ fn the_progress_line_is_drawn_on_terminals_only_and_changes_no_trace() {
     assert_eq!(trace(&quiet), trace(&stdout(&piped)));
     assert_eq!(trace(&tty), trace(&stdout(&piped)));
 }
+
+/// The issue-16 patch: `try_to_unlazy` legitimizing the path before the
+/// links. On a scenario that follows a symlink but never fails the
+/// legitimization with the link on the stack, the change runs and alters
+/// traces, yet the review must not say "holds": exit 3, naming the exit no
+/// search reached. On the scenario that fails it there, the engine finds
+/// the refcount bug: exit 1.
+#[test]
+fn a_change_never_exercised_where_it_differs_is_inconclusive_until_a_scenario_reaches_it() {
+    let review = |scenario: &str| {
+        vfsmc(&[
+            "review",
+            "unlazy",
+            "current",
+            "unlazy-path-before-links",
+            "--scenario",
+            scenario,
+            "--engine",
+            "loom",
+        ])
+    };
+    let before = review("symlink-vs-rename");
+    let out = stdout(&before);
+    assert_eq!(before.status.code(), Some(3), "{out}{}", stderr(&before));
+    assert!(out.contains("INCONCLUSIVE (exit 3)"), "{out}");
+    let unreached: Vec<&str> = out
+        .lines()
+        .filter(|l| {
+            l.trim_start()
+                .starts_with("never reached: model/src/namei/unlazy.rs:")
+        })
+        .collect();
+    assert!(!unreached.is_empty(), "no unreached exit named:\n{out}");
+    assert!(out.contains("legitimize_path failed"), "{out}");
+
+    let after = review("unlazy-link-vs-rename-dir");
+    let out = stdout(&after);
+    assert_eq!(after.status.code(), Some(1), "{out}{}", stderr(&after));
+    assert!(out.contains("VIOLATED refs_exact"), "{out}");
+}
+
+/// A review of two variants whose code differs nowhere a search goes is
+/// not a proof either: the same executions with the same traces on every
+/// scenario is inconclusive.
+#[test]
+fn identical_traces_everywhere_are_inconclusive() {
+    let o = vfsmc(&[
+        "review",
+        "unlazy",
+        "current",
+        "current",
+        "--scenario",
+        "kill-vs-walk",
+        "--engine",
+        "loom",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}{}", stderr(&o));
+    assert!(out.contains("exactly BASE's executions"), "{out}");
+}
+
+/// The mail report of a lockless fd_install racing an expansion that
+/// skips synchronize_rcu: at most about 60 lines (replay lines aside, 80
+/// columns), the install and the copy that misses it kept, the set-up
+/// folded, the stale read marked, and a replay line that reproduces it.
+#[test]
+fn the_mail_report_fits_a_mail_and_keeps_the_race() {
+    let o = vfsmc(&[
+        "review",
+        "fdtable",
+        "current",
+        "expand-skips-synchronize-rcu",
+        "--scenario",
+        "churn",
+        "--engine",
+        "loom",
+        "--format",
+        "mail",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(
+        out.lines().count() <= 62,
+        "{} lines:\n{out}",
+        out.lines().count()
+    );
+    for l in out.lines().filter(|l| !l.starts_with("replay: ")) {
+        assert!(l.chars().count() <= 80, "wider than 80 columns: {l}");
+    }
+    assert!(out.contains("steps of set-up …"), "{out}");
+    let install = out
+        .lines()
+        .find(|l| l.contains("fdtable#1.fd[3] NULL→file#"));
+    assert!(
+        install.is_some(),
+        "the racing install is folded away:\n{out}"
+    );
+    assert!(
+        out.contains("rcu_dereference(fdtable#1.fd[3]) ="),
+        "the copy is folded:\n{out}"
+    );
+    assert!(out.contains("(stale: step"), "{out}");
+    let replay = out
+        .lines()
+        .find_map(|l| l.strip_prefix("replay: vfsmc "))
+        .expect("a replay line");
+    let again = vfsmc(&replay.split(' ').collect::<Vec<_>>());
+    assert!(
+        stdout(&again).contains("VIOLATED no_lost_install"),
+        "{replay}"
+    );
+}
+
+/// `--format svg` draws the first new violation and carries its replay line.
+#[test]
+fn the_svg_of_a_review_carries_the_replay_line() {
+    let o = vfsmc(&[
+        "review",
+        "fdtable",
+        "current",
+        "expand-skips-synchronize-rcu",
+        "--scenario",
+        "churn",
+        "--engine",
+        "loom",
+        "--format",
+        "svg",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(out.starts_with("<svg") || out.starts_with("<?xml"), "{out}");
+    assert!(
+        out.contains("replay: vfsmc check fdtable --variant expand-skips-synchronize-rcu"),
+        "{out}"
+    );
+}
