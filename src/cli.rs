@@ -126,7 +126,13 @@ enum Command {
     /// no scenario reached; exit 1 when a gated exit is missing from LIST
     /// (or listed but reached).
     #[command(hide = true)]
-    CoverageGaps { lcov: PathBuf, list: PathBuf },
+    CoverageGaps {
+        lcov: PathBuf,
+        list: PathBuf,
+        /// Also write the per-file table `vfsmc show` reads here.
+        #[arg(long)]
+        write: Option<PathBuf>,
+    },
     /// Replay corpus files; exit 0 when each reproduces its recorded outcome.
     Replay {
         #[arg(required = true)]
@@ -331,7 +337,9 @@ pub fn main() -> i32 {
             None => show(&model),
         },
         Command::Check(a) => run_check(a),
-        Command::CoverageGaps { lcov, list } => coverage_gaps(&lcov, &list),
+        Command::CoverageGaps { lcov, list, write } => {
+            coverage_gaps(&lcov, &list, write.as_deref())
+        }
         Command::Review(a) => run_review(a),
         Command::Replay { files, format } => replay(&files, format),
         Command::Merge { files } => merge(&files),
@@ -372,7 +380,11 @@ fn list() -> i32 {
     0
 }
 
-fn coverage_gaps(lcov: &std::path::Path, list: &std::path::Path) -> Out<i32> {
+fn coverage_gaps(
+    lcov: &std::path::Path,
+    list: &std::path::Path,
+    write: Option<&std::path::Path>,
+) -> Out<i32> {
     let read = |p: &std::path::Path| {
         std::fs::read_to_string(p).map_err(|e| BadInput(format!("{}: {e}", p.display())))
     };
@@ -382,8 +394,15 @@ fn coverage_gaps(lcov: &std::path::Path, list: &std::path::Path) -> Out<i32> {
     let (text, pass) =
         crate::coverage::report(&counts, |f| std::fs::read_to_string(f).ok(), &listed);
     print!("{text}");
+    if let Some(path) = write {
+        std::fs::write(path, crate::coverage::table(&counts))
+            .map_err(|e| BadInput(format!("--write {}: {e}", path.display())))?;
+    }
     Ok(i32::from(!pass))
 }
+
+/// The measured per-file line coverage of model/ (scripts/model-coverage).
+const MODEL_COVERAGE: &str = include_str!("../model/COVERAGE");
 
 /// A variant's registry row, as `show` lists it.
 fn print_variant(m: &'static dyn Model, v: &Variant) {
@@ -455,6 +474,14 @@ fn show(name: &str) -> Out<i32> {
     println!("\ninvariants:");
     for i in m.invariants() {
         println!("  {}: {}", i.name, i.about);
+    }
+    if let Some((h, n)) = crate::coverage::figure(MODEL_COVERAGE, m.code()) {
+        println!(
+            "\ncoverage: {:.1} % of the lines of its code ({}) ran in the PR tier under loom \
+             ({h} of {n}; model/COVERAGE, scripts/model-coverage)",
+            crate::coverage::pct(h, n),
+            m.code().join(", ")
+        );
     }
     if !m.limits().is_empty() {
         println!("\nwhat this model cannot express (a \"holds\" says nothing about these):");
@@ -1023,7 +1050,11 @@ fn print_report(r: &Report, registry_mode: bool) {
         print!("{}", r.text());
         return;
     }
-    let mark = if r.matches_expected() { "ok  " } else { "FAIL" };
+    let mark = match (r.expected, r.matches_expected()) {
+        (Expected::Candidate, _) => "cand",
+        (_, true) => "ok  ",
+        (_, false) => "FAIL",
+    };
     println!(
         "{mark} expected {:<28} {}",
         r.expected.to_string(),
@@ -1246,7 +1277,7 @@ fn bench(a: BenchArgs) -> Out<i32> {
         let (m, v, s) = rows[i];
         match v.expected {
             Expected::Violates(_) => bench_first_failure(m, v, s, &a, &budget),
-            Expected::Holds => bench_throughput(m, v, s, &a, &budget),
+            Expected::Holds | Expected::Candidate => bench_throughput(m, v, s, &a, &budget),
         }
     };
     crate::pool::ordered(jobs, rows.len(), measure, |_, text| {

@@ -71,13 +71,28 @@ pub fn parse_lcov(text: &str) -> BTreeMap<String, FileCounts> {
     out
 }
 
-/// Whether a source line leaves its function early on failure.
+/// Whether a source line leaves its function early.
+pub fn is_early_return(code: &str) -> bool {
+    let t = code.trim();
+    t.starts_with("return") || t.contains("=> return")
+}
+
+/// Whether a source line leaves its function early on failure: it
+/// returns an error, `false`, `None` or a failed outcome, or is a match arm
+/// that yields an error.
 pub fn is_failure_exit(code: &str) -> bool {
     let t = code.trim();
-    t.starts_with("return")
-        || t.starts_with("Err(")
-        || t.contains("=> return")
-        || t.contains("return Err(")
+    let value = t
+        .split_once("return")
+        .map_or(t, |(_, v)| v)
+        .trim()
+        .trim_end_matches([';', ','])
+        .trim();
+    let failed = value.starts_with("Err(")
+        || value == "false"
+        || value == "None"
+        || value.ends_with("::Failed");
+    (is_early_return(t) && failed) || t.starts_with("Err(") || t.contains("=> Err(")
 }
 
 /// The name of the function a line belongs to: the nearest `fn NAME` at or
@@ -163,6 +178,7 @@ pub fn report(
     let mut gaps = Vec::new();
     let mut never_entered = Vec::new();
     let mut reached_exits: Vec<(String, String, String)> = Vec::new();
+    let mut other_returns = Vec::new();
     for (file, c) in counts {
         let folder = file
             .rsplit_once('/')
@@ -183,6 +199,10 @@ pub fn report(
                 continue;
             };
             if !is_failure_exit(code) {
+                if *n == 0 && is_early_return(code) {
+                    let function = function_of(&src, *l);
+                    other_returns.push(format!("{file}:{l} {function}: {}", code.trim()));
+                }
                 continue;
             }
             let function = function_of(&src, *l);
@@ -218,6 +238,11 @@ pub fn report(
     );
     for f in &never_entered {
         let _ = writeln!(out, "  {f}");
+    }
+    let n = other_returns.len();
+    let _ = writeln!(out, "\nOther early returns no scenario reached ({n}):");
+    for r in &other_returns {
+        let _ = writeln!(out, "  {r}");
     }
     let is_listed = |g: &Gap| {
         listed
@@ -268,7 +293,47 @@ pub fn report(
     (out, pass)
 }
 
-fn pct(h: usize, n: usize) -> f64 {
+/// The per-file table `model/COVERAGE` keeps: a header, then `file hit
+/// total` per model file.
+pub fn table(counts: &BTreeMap<String, FileCounts>) -> String {
+    let mut out = String::from(
+        "# Lines of model/ reached by the PR tier under loom, per file: file, lines\n\
+         # reached, lines instrumented. Written by scripts/model-coverage; vfsmc show\n\
+         # sums each model's files (Spec::CODE).\n",
+    );
+    for (file, c) in counts {
+        let hit = c.lines.values().filter(|n| **n > 0).count();
+        let _ = writeln!(out, "{file} {hit} {}", c.lines.len());
+    }
+    out
+}
+
+/// The lines reached and instrumented of the files under `code` (paths or
+/// folders ending in `/`), from a [`table`].
+pub fn figure(table: &str, code: &[&str]) -> Option<(usize, usize)> {
+    let mut sum = None;
+    for line in table.lines().filter(|l| !l.starts_with('#')) {
+        let mut it = line.split_whitespace();
+        let (Some(file), Some(hit), Some(all)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let mine = code.iter().any(|c| {
+            if c.ends_with('/') {
+                file.starts_with(c)
+            } else {
+                file == *c
+            }
+        });
+        if let (true, Ok(h), Ok(n)) = (mine, hit.parse::<usize>(), all.parse::<usize>()) {
+            let (sh, sn) = sum.unwrap_or((0, 0));
+            sum = Some((sh + h, sn + n));
+        }
+    }
+    sum
+}
+
+/// A percentage of `h` in `n`.
+pub fn pct(h: usize, n: usize) -> f64 {
     if n == 0 {
         100.0
     } else {

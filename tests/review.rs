@@ -312,13 +312,10 @@ fn identical_traces_everywhere_are_inconclusive() {
     assert!(out.contains("exactly BASE's executions"), "{out}");
 }
 
-/// The mail report of a lockless fd_install racing an expansion that
-/// skips synchronize_rcu: at most about 60 lines (replay lines aside, 80
-/// columns), the install and the copy that misses it kept, the set-up
-/// folded, the stale read marked, and a replay line that reproduces it.
-#[test]
-fn the_mail_report_fits_a_mail_and_keeps_the_race() {
-    let o = vfsmc(&[
+/// The review of a lockless fd_install racing an expansion that skips
+/// synchronize_rcu, on churn under loom, in `format`.
+fn review_lost_install(format: &str) -> Output {
+    vfsmc(&[
         "review",
         "fdtable",
         "current",
@@ -328,8 +325,17 @@ fn the_mail_report_fits_a_mail_and_keeps_the_race() {
         "--engine",
         "loom",
         "--format",
-        "mail",
-    ]);
+        format,
+    ])
+}
+
+/// The mail report of a lockless fd_install racing an expansion that
+/// skips synchronize_rcu: at most about 60 lines (replay lines aside, 80
+/// columns), the install and the copy that misses it kept, the set-up
+/// folded, the stale read marked, and a replay line that reproduces it.
+#[test]
+fn the_mail_report_fits_a_mail_and_keeps_the_race() {
+    let o = review_lost_install("mail");
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
     assert!(
@@ -367,18 +373,7 @@ fn the_mail_report_fits_a_mail_and_keeps_the_race() {
 /// `--format svg` draws the first new violation and carries its replay line.
 #[test]
 fn the_svg_of_a_review_carries_the_replay_line() {
-    let o = vfsmc(&[
-        "review",
-        "fdtable",
-        "current",
-        "expand-skips-synchronize-rcu",
-        "--scenario",
-        "churn",
-        "--engine",
-        "loom",
-        "--format",
-        "svg",
-    ]);
+    let o = review_lost_install("svg");
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(out.starts_with("<svg") || out.starts_with("<?xml"), "{out}");

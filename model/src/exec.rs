@@ -42,10 +42,18 @@ pub enum Counter {
     FullBarrier,
     /// Successful lazy-to-legit transitions of a path walk.
     Legitimize,
+    /// Stores to shared memory: plain and atomic stores, RMWs, successful
+    /// cmpxchgs, updates of ghost-visible fields.
+    Stores,
+    /// Distinct words the operation wrote in the execution (each a cache
+    /// line it dirtied, at word granularity).
+    DirtiedWords,
+    /// RCU read-side critical sections entered.
+    RcuSections,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 9] = [
+    pub const ALL: [Counter; 12] = [
         Counter::LockAcquire,
         Counter::LockHeldSteps,
         Counter::SleepingLock,
@@ -55,6 +63,9 @@ impl Counter {
         Counter::IrqToggle,
         Counter::FullBarrier,
         Counter::Legitimize,
+        Counter::Stores,
+        Counter::DirtiedWords,
+        Counter::RcuSections,
     ];
 
     pub fn name(self) -> &'static str {
@@ -68,6 +79,9 @@ impl Counter {
             Counter::IrqToggle => "irq_toggles",
             Counter::FullBarrier => "full_barriers",
             Counter::Legitimize => "legitimize",
+            Counter::Stores => "stores",
+            Counter::DirtiedWords => "dirtied_words",
+            Counter::RcuSections => "rcu_sections",
         }
     }
 }
@@ -121,6 +135,8 @@ pub(crate) struct State {
     /// Variant sites and exits that ran ([`crate::patch`]).
     pub hits: Vec<crate::patch::Hit>,
     pub costs: Vec<(&'static str, OpCost)>,
+    /// The words each operation wrote (for [`Counter::DirtiedWords`]).
+    pub dirtied: Vec<(&'static str, Name)>,
     pub lock_edges: Vec<LockEdge>,
     /// The RCU-sched words (`kernel::task`) of this execution, created when
     /// it starts, before any thread: every thread's later accesses happen
@@ -154,6 +170,7 @@ impl State {
         self.reached.clear();
         self.hits.clear();
         self.costs.clear();
+        self.dirtied.clear();
         self.lock_edges.clear();
         self.frozen = false;
     }
@@ -212,6 +229,7 @@ impl Exec {
             reached: Vec::with_capacity(16),
             hits: Vec::with_capacity(16),
             costs: Vec::with_capacity(16),
+            dirtied: Vec::with_capacity(64),
             lock_edges: Vec::with_capacity(32),
             sched_rcu: Vec::with_capacity(MAX_TASKS),
             sched_rcu_owners: Vec::with_capacity(MAX_TASKS),
@@ -515,6 +533,23 @@ pub(crate) fn cost(op: &'static str, counter: Counter, n: u64) {
         e.with_state(|s| {
             if !s.frozen {
                 s.cost_of(op).counters[counter as usize] += n;
+            }
+        })
+    });
+}
+
+/// Counts a write of `word` by operation `op`: a store, and a dirtied word
+/// the first time `op` writes it in this execution.
+pub(crate) fn wrote(op: &'static str, word: Name) {
+    with_current(|e| {
+        e.with_state(|s| {
+            if s.frozen {
+                return;
+            }
+            s.cost_of(op).counters[Counter::Stores as usize] += 1;
+            if !s.dirtied.contains(&(op, word)) {
+                s.dirtied.push((op, word));
+                s.cost_of(op).counters[Counter::DirtiedWords as usize] += 1;
             }
         })
     });

@@ -1289,6 +1289,7 @@ impl Spec for Fdtable {
     type State = World;
 
     const NAME: &'static str = "fdtable";
+    const CODE: &'static [&'static str] = &["model/src/fdtable/", "model/src/files.rs"];
     const ABOUT: &'static str =
         "fs/file.c fd allocation (bitmap fast path), RCU table resize, lockless fget";
     const LIMITS: &'static [&'static str] = &[

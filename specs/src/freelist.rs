@@ -460,6 +460,7 @@ impl Spec for Freelist {
     type State = World;
 
     const NAME: &'static str = "freelist";
+    const CODE: &'static [&'static str] = &["model/src/freelist/"];
     const ABOUT: &'static str =
         "mm/slub.c per-CPU ABA-safe freelist {freelist, tid} (v6.18) and Guzik's 8-byte proposal";
 

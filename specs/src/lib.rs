@@ -33,6 +33,11 @@ pub enum Expected {
     Holds,
     /// The named invariant breaks on the variant's witness scenario.
     Violates(&'static str),
+    /// A reviewer's patch under judgement: checked like a holding variant
+    /// on every scenario and reported, never failing `check` or `cargo
+    /// test`; CI on `main` refuses the row (`.ci/run`): a candidate lives in
+    /// a reviewer's tree, and lands as `Holds` or `Violates` once decided.
+    Candidate,
 }
 
 impl fmt::Display for Expected {
@@ -40,6 +45,7 @@ impl fmt::Display for Expected {
         match self {
             Expected::Holds => f.write_str("holds"),
             Expected::Violates(inv) => write!(f, "violates:{inv}"),
+            Expected::Candidate => f.write_str("candidate"),
         }
     }
 }
@@ -259,6 +265,11 @@ pub trait Spec: Sync + 'static {
     /// The state, in a few lines, for a violation's report.
     fn render(state: &Self::State) -> String;
 
+    /// The model's own code, as paths under `model/src/` (a folder ends in
+    /// `/`): what `vfsmc show` sums the measured line coverage over
+    /// (`model/COVERAGE`, written by `scripts/model-coverage`).
+    const CODE: &'static [&'static str] = &[];
+
     /// What the model cannot express: behaviours of the kernel no scenario
     /// or adversary of this model can produce, so a "holds" says nothing
     /// about them (`vfsmc show` prints them).
@@ -394,6 +405,9 @@ pub trait Model: Sync {
     /// See [`Spec::LIMITS`].
     fn limits(&self) -> &'static [&'static str];
 
+    /// See [`Spec::CODE`].
+    fn code(&self) -> &'static [&'static str];
+
     /// See [`Spec::goal_applies`].
     fn goal_applies(&self, variant: &str, goal: &'static str) -> bool;
 
@@ -434,7 +448,7 @@ pub trait Model: Sync {
     fn scenarios_for(&'static self, v: &Variant, tier: Tier) -> Vec<&'static Scenario> {
         match v.expected {
             Expected::Violates(_) => self.scenario(v.witness).into_iter().collect(),
-            Expected::Holds => self
+            Expected::Holds | Expected::Candidate => self
                 .scenarios()
                 .iter()
                 .filter(|s| !s.generated && s.tier == tier && self.applies(v.name, s.name))
@@ -516,6 +530,10 @@ impl<S: Spec> Model for Registered<S> {
 
     fn limits(&self) -> &'static [&'static str] {
         S::LIMITS
+    }
+
+    fn code(&self) -> &'static [&'static str] {
+        S::CODE
     }
 
     fn changes(&self, variant: &str) -> Vec<&'static str> {

@@ -727,6 +727,7 @@ impl Spec for Nonblock {
     type State = World;
 
     const NAME: &'static str = "nonblock";
+    const CODE: &'static [&'static str] = &["model/src/io_uring/"];
     const ABOUT: &'static str = "LOOKUP_CACHED and io_uring's openat punt: fs/namei.c \
                                  try_to_unlazy*/complete_walk/path_init, fs/open.c \
                                  build_open_flags, io_uring/openclose.c io_openat2 (v7.3 \

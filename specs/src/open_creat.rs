@@ -616,6 +616,7 @@ impl Spec for OpenCreat {
     type State = World;
 
     const NAME: &'static str = "open_creat";
+    const CODE: &'static [&'static str] = &["model/src/namei/open.rs"];
     const ABOUT: &'static str = "fs/namei.c open_last_lookups with the O_CREAT opportunistic \
                                  lookup (lookup_fast_for_open, lookup_open, do_open; v7.3 \
                                  merge window) and its v6.11 shape";

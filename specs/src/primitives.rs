@@ -432,6 +432,7 @@ impl Spec for Primitives {
     type State = World;
 
     const NAME: &'static str = "primitives";
+    const CODE: &'static [&'static str] = &["model/src/kernel/"];
     const ABOUT: &'static str = "the kernel primitives used correctly and misused once each; seqcount-retry-without-rmb and seqcount-begin-without-wmb are weak-memory bugs found by loom only";
 
     fn variants() -> &'static [Variant<Use>] {

@@ -530,6 +530,12 @@ impl Spec for Unlazy {
     type State = World;
 
     const NAME: &'static str = "unlazy";
+    const CODE: &'static [&'static str] = &[
+        "model/src/namei/mod.rs",
+        "model/src/namei/walk.rs",
+        "model/src/namei/unlazy.rs",
+        "model/src/vfs/",
+    ];
     const ABOUT: &'static str =
         "fs/namei.c RCU-walk → ref-walk: try_to_unlazy*, legitimize_*, d_seq, mount_lock, lockref (v7.3 merge window)";
     const LIMITS: &'static [&'static str] = &[

@@ -205,8 +205,32 @@ impl Task {
         if !self.held.borrow().is_empty() {
             self.cost(Counter::LockHeldSteps, 1);
         }
+        self.charge(&effect);
         if let Some((name, msg)) = broke {
             self.violation(name, msg);
+        }
+    }
+
+    /// The costs a step's effect carries by itself: the words it writes
+    /// and the RCU sections it enters.
+    fn charge(&self, effect: &Effect) {
+        use crate::trace::Part;
+        let op = self.operation();
+        match *effect {
+            Effect::Store { var, .. } | Effect::Rmw { var, .. } => exec::wrote(op, var),
+            Effect::Cmpxchg { var, ok: true, .. } => exec::wrote(op, var),
+            Effect::Update { parts, .. } => {
+                for p in parts.iter() {
+                    match *p {
+                        Part::SetBit { map, .. } | Part::ClearBit { map, .. } => {
+                            exec::wrote(op, map)
+                        }
+                        Part::Store { var, .. } | Part::Assign { var, .. } => exec::wrote(op, var),
+                    }
+                }
+            }
+            Effect::RcuRead { lock: true } => self.cost(Counter::RcuSections, 1),
+            _ => {}
         }
     }
 
