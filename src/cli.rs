@@ -1598,7 +1598,7 @@ fn diff(model: &str, a: &str, b: &str, scenario: Option<&str>) -> Out<i32> {
             s.name
         );
         println!(
-            "{:<22} {:<15} {:>12} {:>12}",
+            "{:<22} {:<26} {:>12} {:>12}",
             "operation", "counter", va.name, vb.name
         );
         let rows = review::cost_rows(&ca, &cb);
@@ -1609,14 +1609,14 @@ fn diff(model: &str, a: &str, b: &str, scenario: Option<&str>) -> Out<i32> {
                 c.get(op).map_or(0, |x: &vfsmc_model::exec::OpCost| x.calls)
             };
             println!(
-                "{op:<22} {:<15} {:>12} {:>12}",
+                "{op:<22} {:<26} {:>12} {:>12}",
                 "calls (total)",
                 calls(&ca),
                 calls(&cb)
             );
             for r in rows.iter().filter(|r| r.op == op) {
                 println!(
-                    "{:<22} {:<15} {:>12.2} {:>12.2}",
+                    "{:<22} {:<26} {:>12.2} {:>12.2}",
                     r.op, r.counter, r.base, r.patched
                 );
             }

@@ -466,6 +466,26 @@ pub fn cost_rows(
                 });
             }
         }
+        let classes: BTreeSet<&'static str> = x
+            .lock_classes()
+            .chain(y.lock_classes())
+            .map(|(c, _)| c)
+            .collect();
+        for class in classes {
+            let per = |c: &OpCost| {
+                let n = c
+                    .lock_classes()
+                    .find(|(k, _)| *k == class)
+                    .map_or(0, |(_, n)| n);
+                n as f64 / c.calls.max(1) as f64
+            };
+            rows.push(CostRow {
+                op,
+                counter: vfsmc_model::trace::intern(&format!("locks[{class}]")),
+                base: per(x),
+                patched: per(y),
+            });
+        }
     }
     rows
 }
@@ -900,14 +920,14 @@ fn costs_text(rv: &Review, out: &mut String) {
         let _ = writeln!(out, "[{}]", c.scenario);
         let _ = writeln!(
             out,
-            "  {:<24} {:<15} {:>12} {:>12}",
+            "  {:<24} {:<27} {:>12} {:>12}",
             "operation", "counter", "BASE", "PATCHED"
         );
         for r in &c.rows {
             let mark = if r.changed() { '*' } else { ' ' };
             let _ = writeln!(
                 out,
-                "{mark} {:<24} {:<15} {:>12} {:>12}",
+                "{mark} {:<24} {:<27} {:>12} {:>12}",
                 r.op,
                 r.counter,
                 num(r.base),

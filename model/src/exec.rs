@@ -86,16 +86,45 @@ impl Counter {
     }
 }
 
+/// Lock classes one operation's acquisitions are counted by, at most.
+const CLASSES: usize = 8;
+
 /// Counters summed over every call of one operation in one execution.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OpCost {
     pub calls: u64,
     counters: [u64; Counter::ALL.len()],
+    /// Lock acquisitions by lock class, first taken first.
+    classes: [Option<(Name, u64)>; CLASSES],
 }
 
 impl OpCost {
     pub fn get(&self, c: Counter) -> u64 {
         self.counters[c as usize]
+    }
+
+    /// Acquisitions of each lock class the operation took.
+    pub fn lock_classes(&self) -> impl Iterator<Item = (Name, u64)> + '_ {
+        self.classes.iter().flatten().copied()
+    }
+
+    /// Counts one acquisition of a lock of `class` (an operation taking
+    /// more classes than [`CLASSES`] counts the rest in the last one's
+    /// total of [`Counter::LockAcquire`] only).
+    fn took(&mut self, class: Name) {
+        for slot in &mut self.classes {
+            match slot {
+                Some((c, n)) if *c == class => {
+                    *n += 1;
+                    return;
+                }
+                None => {
+                    *slot = Some((class, 1));
+                    return;
+                }
+                Some(_) => {}
+            }
+        }
     }
 }
 
@@ -550,6 +579,17 @@ pub(crate) fn wrote(op: &'static str, word: Name) {
             if !s.dirtied.contains(&(op, word)) {
                 s.dirtied.push((op, word));
                 s.cost_of(op).counters[Counter::DirtiedWords as usize] += 1;
+            }
+        })
+    });
+}
+
+/// Counts an acquisition of a lock of `class` by operation `op`.
+pub(crate) fn took_lock(op: &'static str, class: Name) {
+    with_current(|e| {
+        e.with_state(|s| {
+            if !s.frozen {
+                s.cost_of(op).took(class);
             }
         })
     });

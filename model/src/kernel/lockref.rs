@@ -174,7 +174,7 @@ impl Lockref {
             }
             sync::yield_now();
         }
-        t.cost(Counter::LockAcquire, 1);
+        t.took_lock(Counter::LockAcquire, self.class);
         t.set_preempt_count(t.preempt_count() + 1);
         t.push_held(self.class, subclass, self.name, self.id);
         LockrefGuard { lr: self, task: t }

@@ -47,7 +47,7 @@ impl Mutex {
     pub fn mutex_lock<'a>(&'a self, t: &'a Task) -> MutexGuard<'a> {
         t.might_sleep("mutex_lock", Some(self.name));
         let raw = self.raw.lock();
-        t.cost(Counter::SleepingLock, 1);
+        t.took_lock(Counter::SleepingLock, self.name);
         t.step(lock_effect(LockOp::MutexLock, self.name));
         MutexGuard {
             name: self.name,
@@ -113,7 +113,7 @@ impl RwSemaphore {
         let w = self.writer.lock();
         self.readers.atomic_add_return(t, 1);
         drop(w);
-        t.cost(Counter::SleepingLock, 1);
+        t.took_lock(Counter::SleepingLock, self.name);
         RwGuard {
             sem: self,
             task: t,
@@ -128,7 +128,7 @@ impl RwSemaphore {
         while self.readers.atomic_read_acquire(t) != 0 {
             sync::yield_now();
         }
-        t.cost(Counter::SleepingLock, 1);
+        t.took_lock(Counter::SleepingLock, self.name);
         t.step(lock_effect(LockOp::DownWrite, self.name));
         self.exclusive
             .store(true, std::sync::atomic::Ordering::SeqCst);

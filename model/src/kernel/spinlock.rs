@@ -144,7 +144,7 @@ impl SpinLock {
     ) -> SpinGuard<'a> {
         self.held.store(true, Ordering::SeqCst);
         t.set_preempt_count(t.preempt_count() + 1);
-        t.cost(Counter::LockAcquire, 1);
+        t.took_lock(Counter::LockAcquire, self.class);
         t.step(self.effect(LockOp::SpinLock));
         t.push_held(self.class, subclass, self.name, self.id);
         SpinGuard {

@@ -251,6 +251,14 @@ impl Task {
         exec::tracepoint(name);
     }
 
+    /// Counts an acquisition of a lock of `class` (`counter`: a spinning
+    /// or a sleeping lock) against the current operation, in all and by
+    /// class.
+    pub(crate) fn took_lock(&self, counter: Counter, class: Name) {
+        self.cost(counter, 1);
+        exec::took_lock(self.operation(), class);
+    }
+
     /// Adds `n` to a cost counter of the current operation.
     pub fn cost(&self, counter: Counter, n: u64) {
         exec::cost(self.operation(), counter, n);
