@@ -279,14 +279,6 @@ pub struct PatchRun {
     pub hits: BTreeSet<Hit>,
 }
 
-impl PatchRun {
-    /// Joins what another search (a part, a seed) ran.
-    pub fn join(&mut self, other: &PatchRun) {
-        self.changed += other.changed;
-        self.hits.extend(other.hits.iter().copied());
-    }
-}
-
 impl Exploration {
     /// The preemption bound of loom's deciding run, or the preemptions in a
     /// failing shuttle execution; what a report states as its bound.
