@@ -121,8 +121,10 @@ pub struct Report {
     /// What the executions ran of the variants' code.
     pub reach: Reach,
     /// With `Budget::fingerprints`: one per distinct execution (a review
-    /// compares BASE's with PATCHED's; never serialised).
+    /// compares BASE's with PATCHED's; only the review's cache keeps them).
     pub fingerprints: Option<BTreeSet<u64>>,
+    /// Read from the review's cache (`crate::cache`), not searched now.
+    pub cached: bool,
 }
 
 /// What one check's executions ran of the variants' code
@@ -446,6 +448,7 @@ impl Check {
             subtrees: e.subtrees,
             reach: Reach::of(&e.patch),
             fingerprints: e.fingerprints,
+            cached: false,
         }
     }
 
@@ -709,6 +712,7 @@ impl Report {
             "probes": self.probes,
             "subtrees": self.subtrees,
             "reach": self.reach.json(),
+            "cached": self.cached,
         })
     }
 
@@ -929,4 +933,42 @@ pub fn witness_traces(model: &'static dyn Model) -> Result<Vec<(&'static str, St
         .into_iter()
         .map(|(invariant, r)| (invariant, snapshot_text(&r)))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report of `verdict` for a registered variant, as a shard or the
+    /// cache would read it back.
+    fn report(verdict: &str, invariant: Option<&str>) -> Report {
+        let v = json!({
+            "model": "fdtable", "variant": "current", "scenario": "churn", "engine": "loom",
+            "verdict": verdict, "invariant": invariant, "executions": 1, "exhaustive": true,
+            "seed": 1,
+        });
+        crate::shard::report_from_json(&v).expect("a well-formed report")
+    }
+
+    /// A candidate row (a reviewer's patch under judgement) is judged and
+    /// reported but never fails a check, whatever the engine says; the
+    /// same verdicts against a registry claim do.
+    #[test]
+    fn a_candidate_never_fails_its_check() {
+        for (verdict, invariant) in [
+            ("holds", None),
+            ("violates", Some("unique_fd")),
+            ("unreached", None),
+            ("crashed", None),
+        ] {
+            let mut r = report(verdict, invariant);
+            r.expected = Expected::Candidate;
+            assert!(r.matches_expected(), "{verdict}");
+            r.expected = Expected::Violates("emfile");
+            assert!(!r.matches_expected(), "{verdict} against violates:emfile");
+        }
+        let mut held = report("holds", None);
+        held.expected = Expected::Holds;
+        assert!(held.matches_expected());
+    }
 }

@@ -259,6 +259,12 @@ struct ReviewArgs {
     budget: BudgetArgs,
     #[arg(long, value_enum, default_value = "text")]
     format: ReviewFormat,
+    /// Search everything again: neither read nor write the cache of proofs
+    /// (kept per binary, model, variant, scenario, engine and budget in
+    /// $VFSMC_CACHE, else $XDG_CACHE_HOME/vfsmc or ~/.cache/vfsmc;
+    /// VFSMC_CACHE=off turns it off).
+    #[arg(long)]
+    no_cache: bool,
 }
 
 #[derive(clap::Args)]
@@ -1192,6 +1198,11 @@ fn run_review(a: ReviewArgs) -> Out<i32> {
         confidence: target_of(&a.budget, &budget, 1)?,
         budget,
         jobs: crate::pool::jobs(a.budget.jobs).map_err(BadInput)?,
+        cache: if a.no_cache {
+            None
+        } else {
+            crate::cache::default_dir()
+        },
     };
     let rv = review::review(&req);
     match a.format {

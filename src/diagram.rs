@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use vfsmc_model::driver::Record;
-use vfsmc_model::trace::{Effect, LockOp, Step};
+use vfsmc_model::trace::{Effect, Step};
 
 use crate::render;
 
@@ -72,17 +72,6 @@ pub struct Diagram {
     pub violation: Vec<String>,
 }
 
-pub(crate) fn acquires(op: LockOp) -> bool {
-    matches!(op, LockOp::SpinLock | LockOp::MutexLock | LockOp::DownWrite)
-}
-
-pub(crate) fn releases(op: LockOp) -> bool {
-    matches!(
-        op,
-        LockOp::SpinUnlock | LockOp::MutexUnlock | LockOp::UpWrite
-    )
-}
-
 /// `task cpu0`, or `task` for models that place no task on a CPU.
 fn place(step: &Step) -> String {
     match step.cpu {
@@ -120,7 +109,7 @@ fn bars(record: &Record, lane_of: impl Fn(&Step) -> usize) -> Vec<Bar> {
             continue;
         };
         let lane = lane_of(s);
-        if acquires(op) {
+        if op.acquires() {
             let depth = open.iter().filter(|b| b.lane == lane).count();
             open.push(Bar {
                 lane,
@@ -131,7 +120,7 @@ fn bars(record: &Record, lane_of: impl Fn(&Step) -> usize) -> Vec<Bar> {
                 released: false,
                 depth,
             });
-        } else if releases(op) {
+        } else if op.releases() {
             if let Some(i) = open.iter().rposition(|b| b.lane == lane && b.lock == lock) {
                 let mut bar = open.remove(i);
                 bar.to = row;
@@ -143,23 +132,6 @@ fn bars(record: &Record, lane_of: impl Fn(&Step) -> usize) -> Vec<Bar> {
     done.extend(open);
     done.sort_by_key(|b| (b.from, b.lane));
     done
-}
-
-fn violation(record: &Record) -> Vec<String> {
-    let Some(v) = &record.violation else {
-        return Vec::new();
-    };
-    let who = if v.thread.is_empty() {
-        String::new()
-    } else {
-        format!(" in {}", v.thread)
-    };
-    let mut out = vec![format!(
-        "VIOLATED {} after step {}{who}: {}",
-        v.invariant, v.step, v.message
-    )];
-    out.extend(v.state.lines().map(|l| format!("state: {l}")));
-    out
 }
 
 impl Diagram {
@@ -189,7 +161,7 @@ impl Diagram {
             lanes: lanes(record, &cols),
             rows,
             bars: bars(record, lane_of),
-            violation: violation(record),
+            violation: render::violation_lines(record),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! and the command line. Models live in `vfsmc-model`, what must hold in
 //! `vfsmc-specs`; nothing here knows a model.
 
+pub mod cache;
 pub mod check;
 pub mod cli;
 pub mod corpus;

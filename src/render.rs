@@ -100,8 +100,21 @@ fn threads_in(mask: u32, record: &Record) -> Vec<&'static str> {
 /// `cmpxchg(file#1.f_count, 2→3) ok`.
 pub fn effect(e: &Effect, record: &Record) -> String {
     match *e {
+        Effect::Load {
+            how: "",
+            var,
+            val: v,
+        } => format!("{var} = {}", val(v)),
         Effect::Load { how, var, val: v } => format!("{how}({var}) = {}", val(v)),
-        Effect::Store { var, old, new } => format!("{var} {}→{}", val(old), val(new)),
+        Effect::Store {
+            how: "",
+            var,
+            old,
+            new,
+        } => format!("{var} {}→{}", val(old), val(new)),
+        Effect::Store { how, var, old, new } => {
+            format!("{how}({var}) {}→{}", val(old), val(new))
+        }
         Effect::Rmw { op, var, old, new } => format!("{op}({var}) {}→{}", val(old), val(new)),
         Effect::Cmpxchg {
             op,
@@ -120,28 +133,39 @@ pub fn effect(e: &Effect, record: &Record) -> String {
         }
         Effect::Fence(name) => format!("{name}()"),
         Effect::Lock { op, lock, .. } => match op {
-            LockOp::SpinTrylockBusy => format!("spin_trylock({lock}) busy"),
+            LockOp::SpinTrylockBusy | LockOp::SpinLockBusy => {
+                format!("{}({lock}) busy", op.func())
+            }
+            LockOp::SpinLockNested { subclass } => format!("{}({lock}, {subclass})", op.func()),
             _ => format!("{}({lock})", op.func()),
         },
         Effect::LockTest { lock, locked } => format!("spin_is_locked({lock}) = {locked}"),
-        Effect::RcuRead { lock: true } => "rcu_read_lock()".to_string(),
-        Effect::RcuRead { lock: false } => "rcu_read_unlock()".to_string(),
-        Effect::GracePeriod { gp, waited: 0 } => format!("synchronize_rcu() gp {gp}, no readers"),
-        Effect::GracePeriod { gp, waited } => format!(
-            "synchronize_rcu() gp {gp}, waited for {}",
-            threads_in(waited, record).join(", ")
-        ),
+        Effect::RcuRead { func, .. } => format!("{func}()"),
+        Effect::GracePeriod { func, gp, waited } => {
+            let start = match func {
+                "synchronize_rcu" => format!("{func}() gp {gp}"),
+                _ => format!("grace period gp {gp}"),
+            };
+            match waited {
+                0 => format!("{start}, no readers"),
+                _ => format!(
+                    "{start}, waited for {}",
+                    threads_in(waited, record).join(", ")
+                ),
+            }
+        }
         Effect::CallRcu { func: Some(f), obj } => format!("call_rcu({f}({}))", val(obj)),
         Effect::CallRcu { func: None, obj } => format!("call_rcu({})", val(obj)),
         Effect::Alloc {
+            func,
             cache,
             obj,
             recycled_gen,
         } => match recycled_gen {
-            Some(gen) => format!("kmem_cache_alloc: {cache}#{obj} recycled (gen {gen})"),
-            None => format!("kmem_cache_alloc: {cache}#{obj}"),
+            Some(gen) => format!("{func}: {cache}#{obj} recycled (gen {gen})"),
+            None => format!("{func}: {cache}#{obj}"),
         },
-        Effect::Free { cache, obj } => format!("kmem_cache_free({cache}#{obj})"),
+        Effect::Free { func, cache, obj } => format!("{func}({cache}#{obj})"),
         Effect::Cpu(c) => cpu_event(c),
         Effect::Update { scope, parts } => {
             let text: Vec<String> = parts.iter().map(part).collect();
@@ -338,27 +362,44 @@ pub fn text_trace_folded(record: &Record, keep: &[bool]) -> String {
     if folded > 0 {
         out.push(fold_line(folded, seen_kept));
     }
-    if let Some(v) = &record.violation {
+    if record.violation.is_some() {
         out.push("-".repeat(WIDTH));
-        let who = if v.thread.is_empty() {
-            String::new()
-        } else {
-            format!(" in {}", v.thread)
-        };
-        out.extend(wrap(
-            &format!(
-                "VIOLATED {} after step {}{who}: {}",
-                v.invariant, v.step, v.message
-            ),
-            WIDTH,
-        ));
-        if !v.state.is_empty() {
-            for l in v.state.lines() {
-                out.extend(wrap(&format!("state: {l}"), WIDTH));
-            }
+        for l in violation_lines(record) {
+            out.extend(wrap(&l, WIDTH));
         }
     }
     out.join("\n") + "\n"
+}
+
+/// The violation in words, one unwrapped line each: `VIOLATED inv after
+/// step N in T: message`, the step that caused it when the check named one
+/// (`caused by step K, T1's lockref_put_return(…)`), then the state.
+pub fn violation_lines(record: &Record) -> Vec<String> {
+    let Some(v) = &record.violation else {
+        return Vec::new();
+    };
+    let who = if v.thread.is_empty() {
+        String::new()
+    } else {
+        format!(" in {}", v.thread)
+    };
+    let mut out = vec![format!(
+        "VIOLATED {} after step {}{who}: {}",
+        v.invariant, v.step, v.message
+    )];
+    let cause = v
+        .cause
+        .and_then(|k| Some((k, record.steps.get(k.checked_sub(1)?)?)));
+    if let Some((k, s)) = cause {
+        out.push(format!(
+            "caused by step {k}, {}'s {}: {}",
+            thread(s, record),
+            s.func,
+            effect(&s.effect, record)
+        ));
+    }
+    out.extend(v.state.lines().map(|l| format!("state: {l}")));
+    out
 }
 
 /// The data a step reads or writes: each location (a variable, a bitmap, a
@@ -369,7 +410,7 @@ fn accesses(e: &Effect) -> Vec<(String, bool)> {
         Effect::Load { var, .. } => vec![(var.to_string(), false)],
         Effect::Store { var, .. } | Effect::Rmw { var, .. } => vec![(var.to_string(), true)],
         Effect::Cmpxchg { var, ok, .. } => vec![(var.to_string(), ok)],
-        Effect::Alloc { cache, obj, .. } | Effect::Free { cache, obj } => {
+        Effect::Alloc { cache, obj, .. } | Effect::Free { cache, obj, .. } => {
             vec![(format!("{cache}#{obj}"), true)]
         }
         Effect::Update { parts, .. } => parts
@@ -447,9 +488,9 @@ fn locksets(record: &Record) -> Vec<Vec<&'static str>> {
         .map(|s| {
             let mine = held.entry(s.thread).or_default();
             if let Effect::Lock { op, lock, .. } = s.effect {
-                if crate::diagram::acquires(op) {
+                if op.acquires() {
                     mine.push(lock);
-                } else if crate::diagram::releases(op) {
+                } else if op.releases() {
                     if let Some(k) = mine.iter().rposition(|l| *l == lock) {
                         mine.remove(k);
                     }
@@ -479,7 +520,8 @@ fn racing(record: &Record) -> Vec<usize> {
 }
 
 /// Which steps a mail keeps of `record` so that its trace fits `lines`:
-/// the last step (where the violation was judged), then the racing
+/// the last step (where the violation was judged) and the step that caused
+/// it, then the racing
 /// accesses, then the steps between them, each nearest the violation first
 /// while they fit; the rest folded (the set-up before them into one line).
 pub fn mail_steps(record: &Record, lines: usize) -> Vec<bool> {
@@ -489,6 +531,11 @@ pub fn mail_steps(record: &Record, lines: usize) -> Vec<bool> {
         return keep;
     }
     keep[n - 1] = true;
+    if let Some(k) = record.violation.as_ref().and_then(|v| v.cause) {
+        if let Some(c) = keep.get_mut(k.wrapping_sub(1)) {
+            *c = true;
+        }
+    }
     let fits = |keep: &[bool]| text_trace_folded(record, keep).lines().count() <= lines;
     let races = racing(record);
     let first = |keep: &[bool]| keep.iter().position(|k| *k).unwrap_or(n);
@@ -527,9 +574,9 @@ pub fn effect_json(e: &Effect, record: &Record) -> Value {
         Effect::Load { how, var, val: v } => {
             json!({ "kind": "load", "how": how, "var": var, "value": val_json(v) })
         }
-        Effect::Store { var, old, new } => {
-            json!({ "kind": "store", "var": var, "old": val_json(old), "new": val_json(new) })
-        }
+        Effect::Store { how, var, old, new } => json!({
+            "kind": "store", "how": how, "var": var, "old": val_json(old), "new": val_json(new)
+        }),
         Effect::Rmw { op, var, old, new } => json!({
             "kind": "rmw", "op": op, "var": var, "old": val_json(old), "new": val_json(new)
         }),
@@ -546,25 +593,32 @@ pub fn effect_json(e: &Effect, record: &Record) -> Value {
         }),
         Effect::Fence(name) => json!({ "kind": "fence", "barrier": name }),
         Effect::Lock { op, class, lock } => json!({
-            "kind": "lock", "op": op.func(), "acquired": !matches!(op, LockOp::SpinTrylockBusy),
-            "class": class, "lock": lock
+            "kind": "lock", "op": op.func(), "acquired": op.acquires(),
+            "released": op.releases(), "class": class, "lock": lock
         }),
         Effect::LockTest { lock, locked } => {
             json!({ "kind": "lock_test", "lock": lock, "locked": locked })
         }
-        Effect::RcuRead { lock } => json!({ "kind": "rcu_read", "lock": lock }),
-        Effect::GracePeriod { gp, waited } => json!({
-            "kind": "grace_period", "gp": gp, "waited_for": threads_in(waited, record)
+        Effect::RcuRead { func, lock } => json!({ "kind": "rcu_read", "func": func, "lock": lock }),
+        Effect::GracePeriod { func, gp, waited } => json!({
+            "kind": "grace_period", "func": func, "gp": gp,
+            "waited_for": threads_in(waited, record)
         }),
         Effect::CallRcu { func, obj } => {
             json!({ "kind": "call_rcu", "func": func, "obj": val_json(obj) })
         }
         Effect::Alloc {
+            func,
             cache,
             obj,
             recycled_gen,
-        } => json!({ "kind": "alloc", "cache": cache, "obj": obj, "recycled_gen": recycled_gen }),
-        Effect::Free { cache, obj } => json!({ "kind": "free", "cache": cache, "obj": obj }),
+        } => json!({
+            "kind": "alloc", "func": func, "cache": cache, "obj": obj,
+            "recycled_gen": recycled_gen
+        }),
+        Effect::Free { func, cache, obj } => {
+            json!({ "kind": "free", "func": func, "cache": cache, "obj": obj })
+        }
         Effect::Cpu(c) => {
             let (event, cpus) = cpu_fields(c);
             json!({ "kind": "cpu", "event": event, "cpus": cpus })
@@ -606,6 +660,7 @@ pub fn json_trace(record: &Record) -> Value {
             "message": v.message,
             "thread": v.thread,
             "after_step": v.step,
+            "caused_by_step": v.cause,
             "state": v.state,
         })
     });
@@ -634,8 +689,9 @@ pub fn encode(step: &Step, record: &Record, out: &mut Vec<u8>) {
             put(var.as_bytes());
             put(&n(val.raw));
         }
-        Effect::Store { var, old, new } => {
+        Effect::Store { how, var, old, new } => {
             put(b"store");
+            put(how.as_bytes());
             put(var.as_bytes());
             put(&n(old.raw));
             put(&n(new.raw));
@@ -670,7 +726,10 @@ pub fn encode(step: &Step, record: &Record, out: &mut Vec<u8>) {
         Effect::Lock { op, class, lock } => {
             put(b"lock");
             put(op.func().as_bytes());
-            put(&[u8::from(op == LockOp::SpinTrylockBusy)]);
+            put(&[u8::from(op.acquires()), u8::from(op.releases())]);
+            if let LockOp::SpinLockNested { subclass } = op {
+                put(&[subclass]);
+            }
             put(class.as_bytes());
             put(lock.as_bytes());
         }
@@ -679,12 +738,14 @@ pub fn encode(step: &Step, record: &Record, out: &mut Vec<u8>) {
             put(lock.as_bytes());
             put(&[u8::from(locked)]);
         }
-        Effect::RcuRead { lock } => {
+        Effect::RcuRead { func, lock } => {
             put(b"rcu_read");
+            put(func.as_bytes());
             put(&[u8::from(lock)]);
         }
-        Effect::GracePeriod { gp, waited } => {
+        Effect::GracePeriod { func, gp, waited } => {
             put(b"grace_period");
+            put(func.as_bytes());
             put(&n(gp));
             for t in threads_in(waited, record) {
                 put(t.as_bytes());
@@ -696,17 +757,20 @@ pub fn encode(step: &Step, record: &Record, out: &mut Vec<u8>) {
             put(&n(obj.raw));
         }
         Effect::Alloc {
+            func,
             cache,
             obj,
             recycled_gen,
         } => {
             put(b"alloc");
+            put(func.as_bytes());
             put(cache.as_bytes());
             put(&n(obj));
             put(&recycled_gen.map_or(u32::MAX, |g| g).to_le_bytes());
         }
-        Effect::Free { cache, obj } => {
+        Effect::Free { func, cache, obj } => {
             put(b"free");
+            put(func.as_bytes());
             put(cache.as_bytes());
             put(&n(obj));
         }

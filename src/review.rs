@@ -39,6 +39,9 @@ pub struct Request {
     pub confidence: Option<check::Target>,
     /// Searches run at once (`crate::pool`); the review is the same for any.
     pub jobs: usize,
+    /// Where proofs are kept between reviews (`crate::cache`); none: every
+    /// search runs.
+    pub cache: Option<std::path::PathBuf>,
 }
 
 /// How one (scenario, engine) pair changed.
@@ -332,11 +335,19 @@ fn run_all(req: &Request, checks: &[Check]) -> Vec<Report> {
     let mut out = Vec::with_capacity(checks.len());
     let search = |i: usize| {
         let c = &checks[i];
+        let dir = req.cache.as_deref();
+        if let Some(r) = dir.and_then(|d| crate::cache::load(d, c)) {
+            crate::progress::item_done();
+            return r;
+        }
         let line = (jobs == 1).then(|| crate::progress::Meter::start(c.label()));
         let r = c
             .run_guarded()
             .expect("a review searches, it does not replay a schedule");
         drop(line);
+        if let Some(d) = dir {
+            crate::cache::store(d, c, &r);
+        }
         crate::progress::item_done();
         r
     };
@@ -629,6 +640,15 @@ fn search(r: &Report) -> String {
     }
 }
 
+/// A search's seconds, or `cached` for a report the cache gave.
+fn seconds(r: &Report) -> String {
+    if r.cached {
+        "cached".to_string()
+    } else {
+        format!("{:.1}", r.seconds)
+    }
+}
+
 fn headline(rv: &Review) -> String {
     let n = |c: Change| rv.cells.iter().filter(|x| x.change == c).count();
     let (breaks, fixes, differs, same, na) = (
@@ -824,7 +844,7 @@ pub fn text(rv: &Review) -> String {
     out.push('\n');
     let _ = writeln!(
         out,
-        "{:<16} {:<27} {:>7}  {:<20} {:>5}",
+        "{:<16} {:<27} {:>7}  {:<19} {:>6}",
         "VERDICTS", "verdict", "runs", "search", "secs"
     );
     let _ = writeln!(out, "{}", "-".repeat(80));
@@ -841,11 +861,11 @@ pub fn text(rv: &Review) -> String {
                 for (side, r) in [("BASE", b), ("PATCHED", p)] {
                     let _ = writeln!(
                         out,
-                        "       {side:<9} {:<27} {:>7}  {:<20} {:>5.1}",
+                        "       {side:<9} {:<27} {:>7}  {:<19} {:>6}",
                         verdict(r),
                         r.executions,
                         search(r),
-                        r.seconds
+                        seconds(r)
                     );
                 }
                 if !rv.patch.sides.is_empty() {
@@ -1077,7 +1097,7 @@ pub fn markdown(rv: &Review) -> String {
             (Some((b, p)), _) => {
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {} | {} | {} | {} / {} | {} / {} | {:.1} / {:.1} |",
+                    "| {} | {} | {} | {} | {} | {} / {} | {} / {} | {} / {} |",
                     if c.change == Change::Breaks {
                         "**NEW**".to_string()
                     } else {
@@ -1091,8 +1111,8 @@ pub fn markdown(rv: &Review) -> String {
                     p.executions,
                     search(b),
                     search(p),
-                    b.seconds,
-                    p.seconds
+                    seconds(b),
+                    seconds(p)
                 );
             }
             (None, why) => {

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde_json::{json, Value};
-use vfsmc_specs::Expected;
+use vfsmc_specs::{Expected, Variant};
 
 use crate::check::{self, Check, Report, Verdict};
 use crate::engine::{EngineKind, Knob, Part, Shape};
@@ -309,16 +309,13 @@ pub fn parse_line(text: &str) -> Result<Parsed, String> {
     let registry = field(&v, "registry")?
         .as_bool()
         .ok_or("'registry' is not a boolean")?;
-    let model_name = string(&v, "model")?;
-    let model =
-        vfsmc_specs::model(&model_name).ok_or_else(|| format!("unknown model '{model_name}'"))?;
-    let variant_name = string(&v, "variant")?;
-    let variant = model
-        .variant(&variant_name)
-        .ok_or_else(|| format!("model '{model_name}' has no variant '{variant_name}'"))?;
-    let scenario = string(&v, "scenario")?;
-    let engine: EngineKind = string(&v, "engine")?.parse()?;
-    let key = (model_name, variant_name, scenario, engine);
+    let (_, variant) = variant_of(&v)?;
+    let key = (
+        string(&v, "model")?,
+        string(&v, "variant")?,
+        string(&v, "scenario")?,
+        string(&v, "engine")?.parse()?,
+    );
     let parsed = |line| Parsed {
         number,
         total,
@@ -327,12 +324,32 @@ pub fn parse_line(text: &str) -> Result<Parsed, String> {
         expected: variant.expected,
         line,
     };
-    let verdict = match string(&v, "verdict")?.as_str() {
-        "n/a" => {
-            return Ok(parsed(Line::NotJudged {
-                reason: string(&v, "reason")?,
-            }))
-        }
+    if string(&v, "verdict")? == "n/a" {
+        return Ok(parsed(Line::NotJudged {
+            reason: string(&v, "reason")?,
+        }));
+    }
+    Ok(parsed(Line::Ran(Box::new(report_from_json(&v)?))))
+}
+
+/// The registered variant a report's JSON names, with its model.
+fn variant_of(v: &Value) -> Result<(&'static dyn vfsmc_specs::Model, &'static Variant), String> {
+    let model_name = string(v, "model")?;
+    let model =
+        vfsmc_specs::model(&model_name).ok_or_else(|| format!("unknown model '{model_name}'"))?;
+    let variant_name = string(v, "variant")?;
+    let variant = model
+        .variant(&variant_name)
+        .ok_or_else(|| format!("model '{model_name}' has no variant '{variant_name}'"))?;
+    Ok((model, variant))
+}
+
+/// A report as [`Report::json`] wrote it, without its trace (a shard's
+/// item, a cache entry).
+pub fn report_from_json(v: &Value) -> Result<Report, String> {
+    let (_, variant) = variant_of(v)?;
+    let engine: EngineKind = string(v, "engine")?.parse()?;
+    let verdict = match string(v, "verdict")?.as_str() {
         "holds" => Verdict::Holds,
         "violates" => Verdict::Violates,
         "unreached" => Verdict::Unreached,
@@ -352,28 +369,28 @@ pub fn parse_line(text: &str) -> Result<Parsed, String> {
         Some(h) => check::unhex(h)?,
         None => Vec::new(),
     };
-    let report = Report {
-        model: key.0.clone(),
-        variant: key.1.clone(),
-        scenario: key.2.clone(),
+    Ok(Report {
+        model: string(v, "model")?,
+        variant: string(v, "variant")?,
+        scenario: string(v, "scenario")?,
         engine,
         verdict,
         invariant: v
             .get("invariant")
             .and_then(Value::as_str)
             .map(str::to_string),
-        executions: uint(&v, "executions")? as usize,
-        exhaustive: field(&v, "exhaustive")?.as_bool().unwrap_or(false),
+        executions: uint(v, "executions")? as usize,
+        exhaustive: field(v, "exhaustive")?.as_bool().unwrap_or(false),
         max_preemptions: opt_usize("max_preemptions"),
-        seed: uint(&v, "seed")?,
+        seed: uint(v, "seed")?,
         schedule: v
             .get("schedule")
             .and_then(Value::as_str)
             .map(str::to_string),
         input,
         record: None,
-        unreached: strings(&v, "unreached_goals"),
-        goals_hit: strings(&v, "goals_hit"),
+        unreached: strings(v, "unreached_goals"),
+        goals_hit: strings(v, "goals_hit"),
         expected: variant.expected,
         shape,
         pct_depth: opt_usize("pct_depth").unwrap_or(0),
@@ -396,8 +413,8 @@ pub fn parse_line(text: &str) -> Result<Parsed, String> {
         subtrees: opt_usize("subtrees").unwrap_or(0),
         reach: check::Reach::parse(v.get("reach")),
         fingerprints: None,
-    };
-    Ok(parsed(Line::Ran(Box::new(report))))
+        cached: false,
+    })
 }
 
 /// One check of a merged run: its items' lines, combined.

@@ -9,7 +9,7 @@ use std::path::Path;
 use vfsmc::corpus::{self, Entry};
 use vfsmc::diagram::{self, Diagram};
 use vfsmc_model::driver::Record;
-use vfsmc_model::trace::{Effect, LockOp};
+use vfsmc_model::trace::Effect;
 
 /// Every corpus file's replayed trace, with the file's name.
 fn traces() -> Vec<(String, Record)> {
@@ -41,15 +41,7 @@ fn thread_names_with_steps(r: &Record) -> Vec<&'static str> {
 fn acquisitions(r: &Record) -> usize {
     r.steps
         .iter()
-        .filter(|s| {
-            matches!(
-                s.effect,
-                Effect::Lock {
-                    op: LockOp::SpinLock | LockOp::MutexLock | LockOp::DownWrite,
-                    ..
-                }
-            )
-        })
+        .filter(|s| matches!(s.effect, Effect::Lock { op, .. } if op.acquires()))
         .count()
 }
 

@@ -105,6 +105,7 @@ impl Session {
                     message,
                     thread: String::new(),
                     step: s.steps.len(),
+                    cause: None,
                     state: String::new(),
                 });
                 s.frozen = true;

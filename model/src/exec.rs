@@ -136,8 +136,37 @@ pub struct Violation {
     pub thread: String,
     /// Index of the step after which it was detected.
     pub step: usize,
+    /// The step (1-based, as traces number them) that caused it, where the
+    /// check knows it and it is not the step it was detected after: the
+    /// put that underflowed a count an end-of-execution check compares.
+    pub cause: Option<usize>,
     /// The observed state that breaks it, rendered by the scenario.
     pub state: String,
+}
+
+/// An end-of-execution check's failure: what is wrong, and the step that
+/// made it so where the check can tell (see [`last_write`],
+/// [`last_step_of`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Broken {
+    pub message: String,
+    pub cause: Option<usize>,
+}
+
+impl Broken {
+    /// `message`, caused by step `cause` (1-based) if known.
+    pub fn at(message: String, cause: Option<usize>) -> Broken {
+        Broken { message, cause }
+    }
+}
+
+impl From<String> for Broken {
+    fn from(message: String) -> Broken {
+        Broken {
+            message,
+            cause: None,
+        }
+    }
 }
 
 /// An invariant checked after every step: `Err` carries the message.
@@ -609,6 +638,11 @@ pub(crate) fn call(op: &'static str) {
 /// Records a violation for `thread` and unwinds. Exposed for actors that have
 /// no task (final checks in the driver's thread).
 pub fn raise(thread: &str, invariant: &str, message: String) -> ! {
+    raise_at(thread, invariant, Broken::from(message))
+}
+
+/// [`raise`] with the step that caused the violation, where known.
+pub fn raise_at(thread: &str, invariant: &str, broken: Broken) -> ! {
     with_current(|e| {
         let state = lock(&e.0.observer)
             .as_ref()
@@ -621,9 +655,10 @@ pub fn raise(thread: &str, invariant: &str, message: String) -> ! {
             let step = s.steps.len();
             s.violation = Some(Violation {
                 invariant: invariant.to_string(),
-                message,
+                message: broken.message,
                 thread: thread.to_string(),
                 step,
+                cause: broken.cause.filter(|&c| c != step),
                 state,
             });
             s.frozen = true;
@@ -634,11 +669,105 @@ pub fn raise(thread: &str, invariant: &str, message: String) -> ! {
 
 /// Checks an end-of-execution property (results, balance at quiescence);
 /// skipped when the search does not record.
-pub fn check_final(thread: &str, invariant: &str, result: impl FnOnce() -> Result<(), String>) {
+pub fn check_final<E: Into<Broken>>(
+    thread: &str,
+    invariant: &str,
+    result: impl FnOnce() -> Result<(), E>,
+) {
     if !with_current(Exec::recording) {
         return;
     }
-    if let Err(msg) = result() {
-        raise(thread, invariant, msg);
+    if let Err(e) = result() {
+        raise_at(thread, invariant, e.into());
     }
+}
+
+/// The last step (1-based) so far that wrote `var`: where a count an end
+/// check finds wrong was last changed.
+pub fn last_write(var: &str) -> Option<usize> {
+    last_step(|s| s.effect.writes(var))
+}
+
+/// The last step (1-based) so far in which the thread named `thread` wrote
+/// `var`: the get of a reference it never put back.
+pub fn last_write_by(thread: &str, var: &str) -> Option<usize> {
+    let col = column_of(thread)?;
+    last_step(|s| s.thread == col && s.effect.writes(var))
+}
+
+/// The step (1-based) that left the count in `var` wrong, reading each
+/// write's change of the count `decode` makes of the word. Per thread, a
+/// decrease undoes that thread's latest increase not yet undone (a get and
+/// its put); what stays unmatched is a get never put or a put of a
+/// reference never got. `excess`: the count ended too high, so the cause is
+/// the last unmatched increase (of `thread` only, if given); else the last
+/// unmatched decrease: the put that underflowed.
+pub fn unmatched_change(
+    var: &str,
+    thread: Option<&str>,
+    excess: bool,
+    decode: impl Fn(u64) -> i64,
+) -> Option<usize> {
+    let only = match thread {
+        Some(name) => Some(column_of(name)?),
+        None => None,
+    };
+    with_current(|e| {
+        e.with_state(|s| {
+            let mut open: Vec<(u8, usize, i64)> = Vec::new();
+            let mut cause = None;
+            for (i, st) in s.steps.iter().enumerate() {
+                let Some((old, new)) = st.effect.change_of(var) else {
+                    continue;
+                };
+                let mut delta = decode(new) - decode(old);
+                while delta < 0 {
+                    let Some(k) = open.iter().rposition(|o| o.0 == st.thread) else {
+                        break;
+                    };
+                    let undone = delta.abs().min(open[k].2);
+                    open[k].2 -= undone;
+                    delta += undone;
+                    if open[k].2 == 0 {
+                        open.remove(k);
+                    }
+                }
+                if delta > 0 {
+                    open.push((st.thread, i + 1, delta));
+                } else if delta < 0 && !excess && only.is_none_or(|c| c == st.thread) {
+                    cause = Some(i + 1);
+                }
+            }
+            if excess {
+                cause = open
+                    .iter()
+                    .filter(|o| only.is_none_or(|c| c == o.0))
+                    .map(|o| o.1)
+                    .max();
+            }
+            cause
+        })
+    })
+}
+
+/// The trace column of the thread named `thread`, if it has one.
+fn column_of(thread: &str) -> Option<u8> {
+    with_current(|e| {
+        e.with_state(|s| {
+            let col = s.threads.iter().position(|t| *t == thread)?;
+            u8::try_from(col).ok()
+        })
+    })
+}
+
+/// The last step (1-based) so far of the thread named `thread`: where its
+/// operation returned the result an end check rejects.
+pub fn last_step_of(thread: &str) -> Option<usize> {
+    let col = column_of(thread)?;
+    last_step(|s| s.thread == col)
+}
+
+/// The last step (1-based) so far for which `pred` holds.
+fn last_step(pred: impl Fn(&Step) -> bool) -> Option<usize> {
+    with_current(|e| e.with_state(|s| s.steps.iter().rposition(pred).map(|i| i + 1)))
 }

@@ -90,13 +90,26 @@ impl Val {
     }
 }
 
-/// Acquire and release operations on locks, sleeping or not.
+/// Acquire and release operations on locks, sleeping or not, each under
+/// the name of the kernel function that does it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LockOp {
     SpinLock,
+    /// spin_lock_nested: a lock of a class the caller already holds one
+    /// of, as lockdep subclass `subclass`.
+    SpinLockNested {
+        subclass: u8,
+    },
+    SpinLockIrqsave,
+    /// spin_trylock that took the lock.
+    SpinTrylock,
     SpinUnlock,
+    SpinUnlockIrqrestore,
     /// spin_trylock found the lock held.
     SpinTrylockBusy,
+    /// spin_lock found the lock held and spins (a lock whose spinning is
+    /// modelled step by step: lockref's embedded lock).
+    SpinLockBusy,
     MutexLock,
     MutexUnlock,
     DownWrite,
@@ -107,14 +120,41 @@ impl LockOp {
     /// The kernel function.
     pub fn func(self) -> &'static str {
         match self {
-            LockOp::SpinLock => "spin_lock",
+            LockOp::SpinLock | LockOp::SpinLockBusy => "spin_lock",
+            LockOp::SpinLockNested { .. } => "spin_lock_nested",
+            LockOp::SpinLockIrqsave => "spin_lock_irqsave",
+            LockOp::SpinTrylock | LockOp::SpinTrylockBusy => "spin_trylock",
             LockOp::SpinUnlock => "spin_unlock",
-            LockOp::SpinTrylockBusy => "spin_trylock",
+            LockOp::SpinUnlockIrqrestore => "spin_unlock_irqrestore",
             LockOp::MutexLock => "mutex_lock",
             LockOp::MutexUnlock => "mutex_unlock",
             LockOp::DownWrite => "down_write",
             LockOp::UpWrite => "up_write",
         }
+    }
+
+    /// Whether the operation took the lock.
+    pub fn acquires(self) -> bool {
+        matches!(
+            self,
+            LockOp::SpinLock
+                | LockOp::SpinLockNested { .. }
+                | LockOp::SpinLockIrqsave
+                | LockOp::SpinTrylock
+                | LockOp::MutexLock
+                | LockOp::DownWrite
+        )
+    }
+
+    /// Whether the operation released the lock.
+    pub fn releases(self) -> bool {
+        matches!(
+            self,
+            LockOp::SpinUnlock
+                | LockOp::SpinUnlockIrqrestore
+                | LockOp::MutexUnlock
+                | LockOp::UpWrite
+        )
     }
 }
 
@@ -206,15 +246,25 @@ impl Note {
 /// The effect of one step on state.
 #[derive(Clone, Copy, Debug, Hash)]
 pub enum Effect {
-    /// A marked load: `how` is the kernel accessor (`READ_ONCE`,
-    /// `smp_load_acquire`, `rcu_dereference`, `atomic_read`, …).
+    /// A load: `how` is the kernel accessor (`READ_ONCE`,
+    /// `smp_load_acquire`, `rcu_dereference`, `atomic_read`,
+    /// `read_seqcount_begin`, …), empty for a plain read by the only writer
+    /// (a lock holder reading what its lock protects).
     Load {
         how: &'static str,
         var: Name,
         val: Val,
     },
-    /// A store (marked, release or plain by the only writer).
-    Store { var: Name, old: Val, new: Val },
+    /// A store: `how` is the kernel accessor (`WRITE_ONCE`,
+    /// `smp_store_release`, `rcu_assign_pointer`, `atomic_set`,
+    /// `write_seqcount_begin`, …), empty for a plain store by the only
+    /// writer.
+    Store {
+        how: &'static str,
+        var: Name,
+        old: Val,
+        new: Val,
+    },
     /// An atomic read-modify-write; `op` is the kernel function.
     Rmw {
         op: &'static str,
@@ -238,25 +288,38 @@ pub enum Effect {
     Lock { op: LockOp, class: Name, lock: Name },
     /// `spin_is_locked`: a look at a lock without taking it.
     LockTest { lock: Name, locked: bool },
-    /// `rcu_read_lock` (true) or `rcu_read_unlock` (false).
-    RcuRead { lock: bool },
-    /// A grace period ended; `waited` is a bit mask of the threads (by trace
-    /// column) whose read-side sections it waited for.
-    GracePeriod { gp: u64, waited: u32 },
+    /// A read-side section begins (`lock`) or ends; `func` is the kernel
+    /// function (`rcu_read_lock`, `rcu_read_unlock_sched`, …).
+    RcuRead { func: &'static str, lock: bool },
+    /// A grace period ended, waited for by `func` (`synchronize_rcu`, or
+    /// `rcu_gp_kthread` for the callbacks' grace period); `waited` is a bit
+    /// mask of the threads (by trace column) whose read-side sections it
+    /// waited for.
+    GracePeriod {
+        func: &'static str,
+        gp: u64,
+        waited: u32,
+    },
     /// `call_rcu` of `func(obj)` (or of an object's own callback).
     CallRcu {
         func: Option<&'static str>,
         obj: Val,
     },
-    /// A slab allocation of object `obj` of `cache` (a recycled
+    /// An allocation of object `obj` of `cache` by the kernel allocator
+    /// `func` (`kmem_cache_alloc`, `kmalloc`; a recycled
     /// SLAB_TYPESAFE_BY_RCU object carries its new generation).
     Alloc {
+        func: &'static str,
         cache: Name,
         obj: u64,
         recycled_gen: Option<u32>,
     },
-    /// A slab free.
-    Free { cache: Name, obj: u64 },
+    /// A free by `func` (`kmem_cache_free`, `kfree`).
+    Free {
+        func: &'static str,
+        cache: Name,
+        obj: u64,
+    },
     /// Interrupts, preemption, migration.
     Cpu(CpuEvent),
     /// Plain memory written under a lock; `scope` names whose copy it is
@@ -269,6 +332,47 @@ pub enum Effect {
     Return(Val),
     /// Anything else.
     Note(Note),
+}
+
+impl Effect {
+    /// Whether the effect writes `var` (a store, an RMW, a successful
+    /// cmpxchg, or a part of a plain update).
+    pub fn writes(&self, var: &str) -> bool {
+        match *self {
+            Effect::Store { var: v, .. } | Effect::Rmw { var: v, .. } => v == var,
+            Effect::Cmpxchg { var: v, ok, .. } => ok && v == var,
+            Effect::Update { parts, .. } => parts.iter().any(|p| match *p {
+                Part::SetBit { map, .. } | Part::ClearBit { map, .. } => map == var,
+                Part::Store { var: v, .. } | Part::Assign { var: v, .. } => v == var,
+            }),
+            _ => false,
+        }
+    }
+
+    /// The old and new value of `var` when the effect changes it as a
+    /// whole (a store, an RMW, a successful cmpxchg, a stored field).
+    pub fn change_of(&self, var: &str) -> Option<(u64, u64)> {
+        match *self {
+            Effect::Store {
+                var: v, old, new, ..
+            }
+            | Effect::Rmw {
+                var: v, old, new, ..
+            } if v == var => Some((old.raw, new.raw)),
+            Effect::Cmpxchg {
+                var: v,
+                ok: true,
+                old,
+                new,
+                ..
+            } if v == var => Some((old.raw, new.raw)),
+            Effect::Update { parts, .. } => parts.iter().find_map(|p| match *p {
+                Part::Store { var: v, old, new } if v == var => Some((old.raw, new.raw)),
+                _ => None,
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// One step of an execution.

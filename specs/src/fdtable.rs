@@ -23,7 +23,9 @@ use vfsmc_model::fdtable::{
 use vfsmc_model::kernel::task::Task;
 use vfsmc_model::trace::{Context, Name};
 
-use crate::{Check, Expected, Invariant, Need, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
+use crate::{
+    Broken, Check, Expected, Invariant, Need, Scenario, ScenarioRow, Spec, Tier, Variant, Watch,
+};
 
 /// An fd argument: a number, or the last fd this thread obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1276,7 +1278,7 @@ const INVARIANTS: &[Inv] = &[
         name: "refs_balanced",
         about: "F10: at the end each live file's refcount equals the slots holding it, and no \
                 slot holds a freed file",
-        check: Check::End(refs_balanced),
+        check: Check::EndAt(refs_balanced),
     },
 ];
 
@@ -1677,7 +1679,7 @@ pub fn no_lost_install_of(fs: &Fs) -> Result<(), String> {
     Ok(())
 }
 
-fn refs_balanced(w: &World) -> Result<(), String> {
+fn refs_balanced(w: &World) -> Result<(), Broken> {
     let table = w.fs.current_table();
     let ghost = w.fs.ghost();
     for (fd, slot) in table.fd.iter().enumerate() {
@@ -1685,11 +1687,12 @@ fn refs_balanced(w: &World) -> Result<(), String> {
         if obj != 0 && !w.fs.file_is_live(obj) {
             return Err(format!(
                 "fd {fd} holds file#{obj}, which was freed (its slot's reference was dropped)"
-            ));
+            )
+            .into());
         }
     }
     let mut broken = None;
-    w.fs.live_files(|file, refs| {
+    w.fs.live_files(|file, refs, counter| {
         let in_table = table.fd.iter().filter(|s| s.peek() == file.obj).count();
         let in_children: usize = ghost
             .children
@@ -1698,8 +1701,10 @@ fn refs_balanced(w: &World) -> Result<(), String> {
             .sum();
         let owners = (in_table + in_children) as u64;
         if refs != owners && broken.is_none() {
-            broken = Some(format!(
-                "{file} has refcount {refs} but {owners} slot(s) hold it"
+            let count = |raw| w.fs.file_refs_in(raw) as i64;
+            broken = Some(Broken::at(
+                format!("{file} has refcount {refs} but {owners} slot(s) hold it"),
+                exec::unmatched_change(counter, None, refs > owners, count),
             ));
         }
     });

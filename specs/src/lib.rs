@@ -25,6 +25,7 @@ use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
 use vfsmc_model::exec;
+pub use vfsmc_model::exec::Broken;
 
 /// What a variant must do on its scenarios.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,6 +208,10 @@ pub enum Check<S: 'static> {
     Step(fn(&S) -> Result<(), String>),
     /// Once every thread has finished.
     End(fn(&S) -> Result<(), String>),
+    /// Once every thread has finished, naming the step that caused a
+    /// failure where the check can tell (`exec::last_write`): a report
+    /// then points at the put that underflowed, not at the last step.
+    EndAt(fn(&S) -> Result<(), Broken>),
     /// Raised by the model itself where it happens (a check no state
     /// predicate can make, e.g. a Dekker pair of flags, or an engine's own
     /// report); the kernel's shared checks of this kind are in [`shared`].
@@ -323,8 +328,10 @@ impl<S: Spec> Watch<S> {
     /// Checks the end-of-execution invariants (`thread` names who checks).
     pub fn finish(&self, thread: &str, state: &S::State) {
         for inv in S::invariants() {
-            if let Check::End(f) = inv.check {
-                exec::check_final(thread, inv.name, || f(state));
+            if matches!(inv.check, Check::End(_) | Check::EndAt(_)) {
+                exec::check_final(thread, inv.name, || {
+                    inv.check.at_end(state).unwrap_or(Ok(()))
+                });
             }
         }
     }
@@ -336,10 +343,26 @@ impl<S: Spec> Watch<S> {
 /// [`Spec::execute`] (the references' `run_single`).
 pub fn raise_end_violations<S>(thread: &str, invariants: &[Invariant<Check<S>>], state: &S) {
     for inv in invariants {
-        if let Check::End(holds) = inv.check {
-            if let Err(why) = holds(state) {
-                exec::raise(thread, inv.name, why);
-            }
+        if let Some(Err(why)) = inv.check.at_end(state) {
+            exec::raise_at(thread, inv.name, why);
+        }
+    }
+}
+
+/// A failure of an end check about what `thread` returned: caused by that
+/// thread's last step, where its operation returned.
+pub fn returned_by(thread: &str, message: String) -> Broken {
+    Broken::at(message, exec::last_step_of(thread))
+}
+
+impl<S> Check<S> {
+    /// An end-of-execution check's verdict on `state`; `None` for the
+    /// other kinds.
+    pub fn at_end(&self, state: &S) -> Option<Result<(), Broken>> {
+        match *self {
+            Check::End(f) => Some(f(state).map_err(Broken::from)),
+            Check::EndAt(f) => Some(f(state)),
+            Check::Step(_) | Check::Raised => None,
         }
     }
 }

@@ -42,7 +42,8 @@ use crate::fdtable::{
 };
 use crate::unlazy::{act, refs_balanced, render_vfs, show_outcome, Op};
 use crate::{
-    deep, scenario, Check, Expected, Invariant, Scenario, ScenarioRow, Spec, Tier, Variant, Watch,
+    deep, returned_by, scenario, Broken, Check, Expected, Invariant, Scenario, ScenarioRow, Spec,
+    Tier, Variant, Watch,
 };
 
 /// One IORING_OP_OPENAT2 the submitter submits.
@@ -622,7 +623,7 @@ const INVARIANTS: &[Inv] = &[
         about: "N2: no reference is put that its holder does not hold (raised at the put: the \
                 bailout's links and nd->path are NULL or referenced); at the end, with every fd \
                 closed, no task holds one and every count equals the references held",
-        check: Check::End(refs_exact),
+        check: Check::EndAt(refs_exact),
     },
     Invariant {
         name: "link_bodies_released",
@@ -640,7 +641,7 @@ const INVARIANTS: &[Inv] = &[
         name: "fd_reservation_balanced",
         about: "N3: every fd io_openat2 reserves is installed or given back before the request \
                 leaves the issue function: at the end no fd is reserved",
-        check: Check::End(fd_reservation_balanced),
+        check: Check::EndAt(fd_reservation_balanced),
     },
     Invariant {
         name: "unique_fd",
@@ -927,18 +928,19 @@ fn cqe_text(r: &Result<u32, Errno>) -> String {
     }
 }
 
-fn refs_exact(w: &World) -> Result<(), String> {
+fn refs_exact(w: &World) -> Result<(), Broken> {
     refs_balanced(&w.vfs, &HOLDERS)
 }
 
-fn fd_reservation_balanced(w: &World) -> Result<(), String> {
+fn fd_reservation_balanced(w: &World) -> Result<(), Broken> {
     for (fd, claims) in &w.fds.ghost().claims {
         if let Some(fdtable::Claim::Reserved { by }) = claims
             .iter()
             .find(|c| matches!(c, fdtable::Claim::Reserved { .. }))
         {
-            return Err(format!(
-                "fd {fd} reserved by {by} is neither installed nor given back"
+            return Err(returned_by(
+                by,
+                format!("fd {fd} reserved by {by} is neither installed nor given back"),
             ));
         }
     }

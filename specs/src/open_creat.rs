@@ -30,7 +30,8 @@ use vfsmc_model::vfs::{Node, Vfs};
 
 use crate::unlazy::{act, refs_balanced, render_vfs, show_outcome, Op};
 use crate::{
-    deep, scenario, Check, Expected, Invariant, Scenario, ScenarioRow, Spec, Tier, Variant, Watch,
+    deep, returned_by, scenario, Broken, Check, Expected, Invariant, Scenario, ScenarioRow, Spec,
+    Tier, Variant, Watch,
 };
 
 /// One open(2) by an opener thread (the file is closed again after a
@@ -558,28 +559,28 @@ const INVARIANTS: &[Inv] = &[
         about: "I2: O_CREAT|O_EXCL succeeds only by creating; -EEXIST only for a name that \
                 existed (of any type: O_EXCL does not follow a final symlink) at some instant \
                 of the call",
-        check: Check::End(o_excl),
+        check: Check::EndAt(o_excl),
     },
     Invariant {
         name: "no_spurious_enoent",
         about: "I3: O_CREAT without O_EXCL fails with -ENOENT only when the parent directory was \
                 gone at some instant (removed, IS_DEADDIR); a concurrent unlink of the target \
                 never makes it fail",
-        check: Check::End(no_spurious_enoent),
+        check: Check::EndAt(no_spurious_enoent),
     },
     Invariant {
         name: "open_linearizable",
         about: "I4: an open of an existing file returns an inode its path resolved to at some \
                 instant before it returned (the ghost namespace), and no open returns an \
                 artefact of the lazy walk (-ECHILD, -EAGAIN, -ESTALE)",
-        check: Check::End(open_linearizable),
+        check: Check::EndAt(open_linearizable),
     },
     Invariant {
         name: "refs_exact",
         about: "I5: no reference is put that its holder does not hold (raised at the put); at \
                 the end, with every file closed, no task holds one and every count equals the \
                 references held",
-        check: Check::End(refs_exact),
+        check: Check::EndAt(refs_exact),
     },
     Invariant {
         name: "rcu_mode",
@@ -591,7 +592,7 @@ const INVARIANTS: &[Inv] = &[
         name: "trailing_slash_eisdir",
         about: "I7: O_CREAT of a name with a trailing slash fails with -EISDIR (unless the walk \
                 failed before the last component, as resolving the parent could)",
-        check: Check::End(trailing_slash_eisdir),
+        check: Check::EndAt(trailing_slash_eisdir),
     },
     Invariant {
         name: "audit_legitimized",
@@ -603,7 +604,7 @@ const INVARIANTS: &[Inv] = &[
         name: "mnt_write_balanced",
         about: "liveness of the delegation retry: every write access taken is dropped once \
                 (raised at an extra mnt_drop_write; none held at the end)",
-        check: Check::End(mnt_write_balanced),
+        check: Check::EndAt(mnt_write_balanced),
     },
 ];
 
@@ -794,7 +795,7 @@ fn resolutions(w: &World, c: &OpenCall, path: &[u64]) -> Vec<Result<u64, Errno>>
     outcomes(&history[..=c.last], c.start, path)
 }
 
-fn o_excl(w: &World) -> Result<(), String> {
+fn o_excl(w: &World) -> Result<(), Broken> {
     for (c, r) in finished(w) {
         if c.flags & O_EXCL == 0 {
             continue;
@@ -805,18 +806,16 @@ fn o_excl(w: &World) -> Result<(), String> {
                     "succeeded on the existing inode#{} without creating it",
                     o.inode
                 );
-                return Err(format!(
-                    "{}'s O_EXCL open of {} {what}",
+                return Err(returned_by(
                     c.thread,
-                    path_text(&c)
+                    format!("{}'s O_EXCL open of {} {what}", c.thread, path_text(&c)),
                 ));
             }
             Err(Errno::EEXIST) if !name_existed(w, &c) => {
                 let what = "returned -EEXIST, but the name never existed while it ran";
-                return Err(format!(
-                    "{}'s O_EXCL open of {} {what}",
+                return Err(returned_by(
                     c.thread,
-                    path_text(&c)
+                    format!("{}'s O_EXCL open of {} {what}", c.thread, path_text(&c)),
                 ));
             }
             _ => {}
@@ -860,44 +859,53 @@ fn name_existed(w: &World, c: &OpenCall) -> bool {
         .any(|ns| dirs.iter().any(|&d| ns.lookup(d, last).is_some()))
 }
 
-fn no_spurious_enoent(w: &World) -> Result<(), String> {
+fn no_spurious_enoent(w: &World) -> Result<(), Broken> {
     for (c, r) in finished(w) {
         if c.flags & O_CREAT == 0 || c.flags & O_EXCL != 0 || r != Err(Errno::ENOENT) {
             continue;
         }
         if !parent_errors(w, &c).contains(&Errno::ENOENT) {
-            return Err(format!(
-                "{}'s O_CREAT open of {} failed with -ENOENT although its directory existed \
-                 throughout",
+            return Err(returned_by(
                 c.thread,
-                path_text(&c)
+                format!(
+                    "{}'s O_CREAT open of {} failed with -ENOENT although its directory existed \
+                     throughout",
+                    c.thread,
+                    path_text(&c)
+                ),
             ));
         }
     }
     Ok(())
 }
 
-fn open_linearizable(w: &World) -> Result<(), String> {
+fn open_linearizable(w: &World) -> Result<(), Broken> {
     for (c, r) in finished(w) {
         match r {
             Err(e @ (Errno::ECHILD | Errno::EAGAIN | Errno::ESTALE)) => {
-                return Err(format!(
-                    "{}'s open of {} returned {e}, an artefact of the lazy walk",
+                return Err(returned_by(
                     c.thread,
-                    path_text(&c)
+                    format!(
+                        "{}'s open of {} returned {e}, an artefact of the lazy walk",
+                        c.thread,
+                        path_text(&c)
+                    ),
                 ))
             }
             Ok(o) if !o.created => {
                 let allowed = resolutions(w, &c, &c.name.comps);
                 if !allowed.contains(&Ok(o.inode)) {
                     let allowed: Vec<String> = allowed.iter().map(show_outcome).collect();
-                    return Err(format!(
-                        "{} opened inode#{} for {}, but resolving it while the open ran could \
-                         only give {}",
+                    return Err(returned_by(
                         c.thread,
-                        o.inode,
-                        path_text(&c),
-                        allowed.join(" or ")
+                        format!(
+                            "{} opened inode#{} for {}, but resolving it while the open ran \
+                             could only give {}",
+                            c.thread,
+                            o.inode,
+                            path_text(&c),
+                            allowed.join(" or ")
+                        ),
                     ));
                 }
             }
@@ -907,11 +915,11 @@ fn open_linearizable(w: &World) -> Result<(), String> {
     Ok(())
 }
 
-fn refs_exact(w: &World) -> Result<(), String> {
+fn refs_exact(w: &World) -> Result<(), Broken> {
     refs_balanced(&w.vfs, &["opener", "opener2", "actor"])
 }
 
-fn trailing_slash_eisdir(w: &World) -> Result<(), String> {
+fn trailing_slash_eisdir(w: &World) -> Result<(), Broken> {
     for (c, r) in finished(w) {
         if c.flags & O_CREAT == 0 || !c.name.trailing_slash || r == Err(Errno::EISDIR) {
             continue;
@@ -920,23 +928,29 @@ fn trailing_slash_eisdir(w: &World) -> Result<(), String> {
         // resolve to a directory: that error stands.
         let parent_failed = matches!(r, Err(e) if parent_errors(w, &c).contains(&e));
         if !parent_failed {
-            return Err(format!(
-                "{}'s O_CREAT open of {} returned {} instead of -EISDIR",
+            return Err(returned_by(
                 c.thread,
-                path_text(&c),
-                result_text(&r)
+                format!(
+                    "{}'s O_CREAT open of {} returned {} instead of -EISDIR",
+                    c.thread,
+                    path_text(&c),
+                    result_text(&r)
+                ),
             ));
         }
     }
     Ok(())
 }
 
-fn mnt_write_balanced(w: &World) -> Result<(), String> {
+fn mnt_write_balanced(w: &World) -> Result<(), Broken> {
     let mut broken = None;
     w.vfs.mounts.each(|_, _, m| {
         let n = m.mnt_writers.value_at_quiescence();
         if n != 0 && broken.is_none() {
-            broken = Some(format!("{} ends with {n} write access(es) held", m.label));
+            broken = Some(Broken::at(
+                format!("{} ends with {n} write access(es) held", m.label),
+                exec::last_write(m.mnt_writers.name()),
+            ));
         }
     });
     broken.map_or(Ok(()), Err)

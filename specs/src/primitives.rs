@@ -629,7 +629,7 @@ struct RcuState {
 fn rcu(how: Use, w: &Arc<World>) {
     let s = Arc::new(RcuState {
         rcu: Rcu::new(),
-        slab: Slab::new("obj"),
+        slab: Slab::new("obj").allocated_by("kmalloc", "kfree"),
         gp: Atomic::new("gp", 0),
     });
     let main = Task::new("main", Context::Task);
@@ -698,7 +698,7 @@ fn rcu_sched(how: Use, w: &Arc<World>) {
     };
     let s = Arc::new(RcuState {
         rcu: Rcu::with_flavor(flavor),
-        slab: Slab::new("obj"),
+        slab: Slab::new("obj").allocated_by("kmalloc", "kfree"),
         gp: Atomic::new("gp", 0),
     });
     let lock = Arc::new(SpinLock::new("r_lock"));
@@ -1185,9 +1185,9 @@ fn cmpxchg_double(how: Use, w: &Arc<World>) {
                     return;
                 }
                 let ok = if how == Use::ThisCpuCmpxchgDoubleCrossCpu {
-                    d.this_cpu_cmpxchg_double(&t, (lo, hi), (lo + 1, hi + 1))
+                    d.this_cpu_try_cmpxchg128(&t, (lo, hi), (lo + 1, hi + 1))
                 } else {
-                    d.cmpxchg_double(&t, (lo, hi), (lo + 1, hi + 1))
+                    d.try_cmpxchg128(&t, (lo, hi), (lo + 1, hi + 1))
                 };
                 if ok {
                     return;

@@ -17,13 +17,17 @@ use std::sync::Arc;
 
 use vfsmc_model::exec;
 use vfsmc_model::kernel::errptr::Errno;
+use vfsmc_model::kernel::lockref::Lockref;
 use vfsmc_model::kernel::task::Task;
 use vfsmc_model::namei::{filename_lookup, path_put, ref_walk_lookup, Bug, Filename, Flavor};
 use vfsmc_model::trace::{Context, Name};
 use vfsmc_model::vfs::namespace::outcomes;
 use vfsmc_model::vfs::{components, Kind, Lookup, Node, Obj, Vfs, VfsBug};
 
-use crate::{Check, Expected, Invariant, Need, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
+use crate::{
+    returned_by, Broken, Check, Expected, Invariant, Need, Scenario, ScenarioRow, Spec, Tier,
+    Variant, Watch,
+};
 
 /// What the walker does.
 #[derive(Clone, Copy, Debug)]
@@ -473,13 +477,13 @@ const INVARIANTS: &[Inv] = &[
     Invariant {
         name: "no_echild",
         about: "L6: -ECHILD (and -EAGAIN without LOOKUP_CACHED) never reaches the caller",
-        check: Check::End(no_echild),
+        check: Check::EndAt(no_echild),
     },
     Invariant {
         name: "restarts_bounded",
         about: "liveness: a lookup restarts at most once in ref-walk after -ECHILD and at most \
                 once with LOOKUP_REVAL after -ESTALE, whatever the writers do",
-        check: Check::End(restarts_bounded),
+        check: Check::EndAt(restarts_bounded),
     },
     Invariant {
         name: "walk_linearizable",
@@ -505,7 +509,7 @@ const INVARIANTS: &[Inv] = &[
         about: "L4: no reference is put that its holder does not hold (raised at the put); at the \
                 end every dentry's and mount's count equals the references held on it and no task \
                 holds any",
-        check: Check::End(refs_exact),
+        check: Check::EndAt(refs_exact),
     },
     Invariant {
         name: "rcu_mode",
@@ -517,7 +521,7 @@ const INVARIANTS: &[Inv] = &[
         name: "sync_umount",
         about: "a synchronous umount that returned 0 did the final mntput itself: no walker kept \
                 a reference it did not count",
-        check: Check::End(sync_umount),
+        check: Check::EndAt(sync_umount),
     },
 ];
 
@@ -703,18 +707,54 @@ fn path_text(l: &Lookup) -> String {
     format!("{root}{}", parts.join("/"))
 }
 
-fn refs_exact(w: &World) -> Result<(), String> {
+fn refs_exact(w: &World) -> Result<(), Broken> {
     refs_balanced(&w.vfs, &["walker", "actor"])
+}
+
+/// The word whose writes change `obj`'s reference count.
+fn count_word(vfs: &Vfs, obj: Obj) -> Option<Name> {
+    let mut name = None;
+    match obj {
+        Obj::Dentry(d) => vfs.dentries.each(|r, _, de| {
+            if r == d {
+                name = Some(de.d_lockref.name());
+            }
+        }),
+        Obj::Mount(m) => vfs.mounts.each(|r, _, mnt| {
+            if r == m {
+                name = Some(mnt.mnt_count.name());
+            }
+        }),
+    }
+    name
+}
+
+/// A dentry's reference count as a trace's value of its `d_lockref` shows
+/// it, or a mount's `mnt_count`.
+fn count_of(obj: Obj) -> fn(u64) -> i64 {
+    match obj {
+        Obj::Dentry(_) => |w| i64::from(Lockref::count_in(w)),
+        Obj::Mount(_) => |w| w as i64,
+    }
+}
+
+/// The step that left `obj`'s count, in `word`, wrong (see
+/// `exec::unmatched_change`): too high (`excess`), the get never put (by
+/// `holder` if given); too low, the put that underflowed.
+fn count_cause(word: Name, obj: Obj, holder: Option<&str>, excess: bool) -> Option<usize> {
+    exec::unmatched_change(word, holder, excess, count_of(obj))
 }
 
 /// L4 for any model on the VFS: no task in `holders` ends holding a
 /// reference, and every live dentry's and mount's count equals the
-/// references the ledger holds on it.
-pub fn refs_balanced(vfs: &Vfs, holders: &[&str]) -> Result<(), String> {
+/// references the ledger holds on it. A failure points at the step that
+/// left the count wrong: the get never put, or the put that underflowed.
+pub fn refs_balanced(vfs: &Vfs, holders: &[&str]) -> Result<(), Broken> {
     for &holder in holders {
         let held = vfs.refs.held_by(vfsmc_model::trace::intern(holder));
-        if !held.is_empty() {
-            return Err(format!("{holder} ends holding {held:?}"));
+        if let Some(&(obj, _)) = held.first() {
+            let cause = count_word(vfs, obj).and_then(|w| count_cause(w, obj, Some(holder), true));
+            return Err(Broken::at(format!("{holder} ends holding {held:?}"), cause));
         }
     }
     let mut broken = None;
@@ -724,9 +764,17 @@ pub fn refs_balanced(vfs: &Vfs, holders: &[&str]) -> Result<(), String> {
         let held = vfs.refs.count(Obj::Dentry(d));
         let ok = !live || (count < 0 && held == 0) || count == held as i32;
         if !ok && broken.is_none() {
-            broken = Some(format!(
-                "{} has count {count} but {held} reference(s) are held on it",
-                de.label
+            broken = Some(Broken::at(
+                format!(
+                    "{} has count {count} but {held} reference(s) are held on it",
+                    de.label
+                ),
+                count_cause(
+                    de.d_lockref.name(),
+                    Obj::Dentry(d),
+                    None,
+                    count > held as i32,
+                ),
             ));
         }
     });
@@ -738,56 +786,72 @@ pub fn refs_balanced(vfs: &Vfs, holders: &[&str]) -> Result<(), String> {
         let count = mnt.mnt_count.value_at_quiescence();
         let held = u64::from(vfs.refs.count(Obj::Mount(m)));
         if live && count != held && broken.is_none() {
-            broken = Some(format!(
-                "{} has mnt_count {count} but {held} reference(s) are held on it",
-                mnt.label
+            broken = Some(Broken::at(
+                format!(
+                    "{} has mnt_count {count} but {held} reference(s) are held on it",
+                    mnt.label
+                ),
+                count_cause(mnt.mnt_count.name(), Obj::Mount(m), None, count > held),
             ));
         }
     });
     broken.map_or(Ok(()), Err)
 }
 
-fn restarts_bounded(w: &World) -> Result<(), String> {
+fn restarts_bounded(w: &World) -> Result<(), Broken> {
     for l in w.vfs.lookups().iter() {
         if l.ref_walk_restarts > 1 || l.reval_restarts > 1 {
-            return Err(format!(
-                "{}'s lookup of {} restarted {} time(s) after -ECHILD and {} after -ESTALE",
+            return Err(returned_by(
                 l.thread,
-                path_text(l),
-                l.ref_walk_restarts,
-                l.reval_restarts
+                format!(
+                    "{}'s lookup of {} restarted {} time(s) after -ECHILD and {} after -ESTALE",
+                    l.thread,
+                    path_text(l),
+                    l.ref_walk_restarts,
+                    l.reval_restarts
+                ),
             ));
         }
     }
     Ok(())
 }
 
-fn no_echild(w: &World) -> Result<(), String> {
+fn no_echild(w: &World) -> Result<(), Broken> {
     for l in w.vfs.lookups().iter() {
         if let Some(Err(e @ (Errno::ECHILD | Errno::EAGAIN))) = l.result {
-            return Err(format!(
-                "{}'s lookup of {} returned {e}, an artefact of the lazy walk",
+            return Err(returned_by(
                 l.thread,
-                path_text(l)
+                format!(
+                    "{}'s lookup of {} returned {e}, an artefact of the lazy walk",
+                    l.thread,
+                    path_text(l)
+                ),
             ));
         }
     }
     Ok(())
 }
 
-fn sync_umount(w: &World) -> Result<(), String> {
+fn sync_umount(w: &World) -> Result<(), Broken> {
     for u in w.vfs.umounts().iter() {
         if u.result.is_err() {
             continue;
         }
-        let by: Option<Name> = w.vfs.mount(u.mount).final_put();
+        let mount = w.vfs.mount(u.mount);
+        let by: Option<Name> = mount.final_put();
         if by != Some(u.thread) {
-            return Err(format!(
+            let message = format!(
                 "umount(2) by {} returned 0, but the final mntput of {} was done by {}",
                 u.thread,
-                w.vfs.mount(u.mount).label,
+                mount.label,
                 by.unwrap_or("nobody (still referenced)")
-            ));
+            );
+            // The put that came after umount returned, where there was one.
+            let cause = by.and_then(|b| exec::last_write_by(b, mount.mnt_count.name()));
+            return Err(match cause {
+                Some(_) => Broken::at(message, cause),
+                None => returned_by(u.thread, message),
+            });
         }
     }
     Ok(())

@@ -444,7 +444,7 @@ impl Fs {
         for &(fd, f) in &init.fds {
             slots[fd as usize] = f as ObjRef + 1;
         }
-        let tables = Arc::new(Slab::new("fdtable"));
+        let tables = Arc::new(Slab::new("fdtable").allocated_by("kmalloc", "kfree"));
         let embedded = init.embedded;
         let label = format!("fdtable#{}", 1);
         let table = FdTable::new(&file_lock, &label, init.max_fds, &slots, embedded);
@@ -551,15 +551,23 @@ impl Fs {
         matches!(self.filp.state(obj), ObjState::Live { .. })
     }
 
-    /// Calls `f` with every live file incarnation and the number of
-    /// references its counter stands for (file_ref_read).
-    pub fn live_files(&self, mut f: impl FnMut(FileId, u64)) {
+    /// The references a file's counter word `raw` stands for
+    /// (file_ref_read of this kernel's counter).
+    pub fn file_refs_in(&self, raw: u64) -> u64 {
+        file_ref::file_ref_read(self.flavor.base, raw)
+    }
+
+    /// Calls `f` with every live file incarnation, the number of
+    /// references its counter stands for (file_ref_read) and the counter's
+    /// name in traces.
+    pub fn live_files(&self, mut f: impl FnMut(FileId, u64, Name)) {
         let base = self.flavor.base;
         self.filp.each(|obj, state, file| {
             if let ObjState::Live { gen } = state {
                 f(
                     FileId { obj, gen },
                     file_ref::file_ref_read(base, file.f_ref.peek()),
+                    file.f_ref.name(),
                 );
             }
         });

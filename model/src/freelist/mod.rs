@@ -644,7 +644,7 @@ impl Slub {
     /// its own data over the word that held the free pointer.
     pub fn init_object(&self, c: &OnCpu, obj: u64) {
         let _f = c.enter("init_object");
-        self.fp[obj as usize].write_once(c, GARBAGE);
+        self.fp[obj as usize].store_plain(c, GARBAGE);
     }
 
     /// The objects linked from `head` (ghost reads, stops at a cycle or a
@@ -856,7 +856,7 @@ impl Slub {
 
     /// mm/slub.c:set_freepointer (v6.18): link `obj` to `next`.
     fn set_freepointer(&self, t: &Task, obj: u64, next: u64) {
-        self.fp[obj as usize].write_once(t, next);
+        self.fp[obj as usize].store_plain(t, next);
     }
 
     /// mm/slub.c:get_freepointer_safe (v6.18): the speculative, non-faulting
@@ -875,7 +875,7 @@ impl Slub {
                 format!("{} dereferenced as an object's free pointer", obj_name(obj)),
             );
         }
-        self.fp[obj as usize].read_once(t)
+        self.fp[obj as usize].load_plain(t)
     }
 
     fn in_irq(t: &Task) -> bool {
@@ -972,14 +972,14 @@ impl KmemCacheCpu {
 
     /// `c->slab = slab` by the holder of the local lock.
     fn write_slab(&self, t: &Task, slab: Option<usize>) {
-        self.slab.write_once(t, slab_word(slab));
+        self.slab.store_plain(t, slab_word(slab));
     }
 
     /// `c->freelist = v` by the holder of the local lock.
     fn write_freelist(&self, t: &Task, v: u64) {
         match &self.head {
             Head::Versioned(dw) => dw.write_lo(t, v),
-            Head::Word(w) => w.write_once(t, v),
+            Head::Word(w) => w.store_plain(t, v),
         }
     }
 
@@ -996,7 +996,7 @@ impl KmemCacheCpu {
     /// single-width `this_cpu_cmpxchg` on the freelist word. True on success.
     fn update_freelist_fast(&self, t: &Task, old: (u64, u64), new: (u64, u64)) -> bool {
         match &self.head {
-            Head::Versioned(dw) => dw.this_cpu_cmpxchg_double(t, old, new),
+            Head::Versioned(dw) => dw.this_cpu_try_cmpxchg128(t, old, new),
             Head::Word(w) => w.this_cpu_cmpxchg(t, old.0, new.0) == old.0,
         }
     }

@@ -232,7 +232,7 @@ impl Slub {
             if (new & !FROZEN == 0 || prior == NULL) && !was_frozen {
                 n = Some(self.node.list_lock.spin_lock_irqsave(c));
             }
-            if slab.pair.cmpxchg_double(c, (prior, counters), (obj, new)) {
+            if slab.pair.try_cmpxchg128(c, (prior, counters), (obj, new)) {
                 break prior;
             }
         };
@@ -319,7 +319,7 @@ impl Slub {
             let frozen = if freeze || head != NULL { FROZEN } else { 0 };
             if slab
                 .pair
-                .cmpxchg_double(c, (head, counters), (NULL, slab.objects | frozen))
+                .try_cmpxchg128(c, (head, counters), (NULL, slab.objects | frozen))
             {
                 return head;
             }
@@ -538,7 +538,7 @@ impl Slub {
             };
             if slab
                 .pair
-                .cmpxchg_double(c, (head, counters), (new_head, new))
+                .try_cmpxchg128(c, (head, counters), (new_head, new))
             {
                 break new_head;
             }

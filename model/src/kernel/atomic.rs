@@ -93,7 +93,9 @@ impl Atomic {
         self.ghost.store(v, Ordering::SeqCst);
     }
 
-    fn load(&self, t: &Task, o: Ordering, how: &'static str) -> u64 {
+    /// A load shown as the kernel accessor `how` (a primitive built on
+    /// this word names its own function: `read_seqcount_begin`).
+    pub(crate) fn load(&self, t: &Task, o: Ordering, how: &'static str) -> u64 {
         t.engine_op();
         let _s = atomic_section();
         let v = self.word.load(o);
@@ -105,21 +107,41 @@ impl Atomic {
         v
     }
 
-    fn stored(&self, t: &Task, old: u64, new: u64) {
+    fn stored(&self, t: &Task, how: &'static str, old: u64, new: u64) {
         t.step(Effect::Store {
+            how,
             var: self.name,
             old: self.val(old),
             new: self.val(new),
         });
     }
 
-    fn store(&self, t: &Task, v: u64, o: Ordering) {
+    /// An engine load that records no step: part of a primitive that
+    /// records one step for several accesses (lockref's `spin_lock`).
+    pub(crate) fn load_quiet(&self, t: &Task, o: Ordering) -> u64 {
+        t.engine_op();
+        let _s = atomic_section();
+        self.word.load(o)
+    }
+
+    /// A store recorded as `step` (a primitive's own effect: lockref's
+    /// `spin_unlock`).
+    pub(crate) fn store_recorded_as(&self, t: &Task, v: u64, o: Ordering, step: Effect) {
+        t.engine_op();
+        let _s = atomic_section();
+        self.word.store(v, o);
+        self.set_ghost(v);
+        t.step(step);
+    }
+
+    /// A store shown as the kernel accessor `how`.
+    pub(crate) fn store(&self, t: &Task, v: u64, o: Ordering, how: &'static str) {
         t.engine_op();
         let _s = atomic_section();
         let old = self.peek();
         self.word.store(v, o);
         self.set_ghost(v);
-        self.stored(t, old, v);
+        self.stored(t, how, old, v);
     }
 
     /// READ_ONCE: a single-copy-atomic load, no ordering.
@@ -151,11 +173,24 @@ impl Atomic {
     pub fn read_once_ptr(&self, t: &Task) -> u64 {
         self.load(t, Ordering::Acquire, "READ_ONCE")
     }
+    /// A plain C load (`x`) where no store can race with it or a racing
+    /// store does no harm (the model says which): relaxed, shown without an
+    /// accessor.
+    pub fn load_plain(&self, t: &Task) -> u64 {
+        self.load(t, Ordering::Relaxed, "")
+    }
+    /// A plain C store (`x = v`) by the only writer of the word (serialised
+    /// by a lock or by running on the owning CPU): relaxed, shown without
+    /// an accessor.
+    pub fn store_plain(&self, t: &Task, v: u64) {
+        self.store(t, v, Ordering::Relaxed, "")
+    }
     /// WRITE_ONCE: a single-copy-atomic store, no ordering.
     pub fn write_once(&self, t: &Task, v: u64) {
-        self.store(t, v, Ordering::Relaxed)
+        self.store(t, v, Ordering::Relaxed, "WRITE_ONCE")
     }
-    /// WRITE_ONCE of part of the word: the value stored is `f` of the word
+    /// A store of part of the word by the accessor `how` (`WRITE_ONCE`, or
+    /// empty for a plain store): the value stored is `f` of the word
     /// as the latest store left it, taken after the interrupt point before
     /// the store (so a same-CPU handler's update of the other part is kept,
     /// as it is when the parts are separate words).
@@ -165,6 +200,7 @@ impl Atomic {
         &self,
         t: &Task,
         f: impl FnOnce(u64) -> u64,
+        how: &'static str,
         part: Option<(Name, &dyn Fn(u64) -> Val)>,
     ) {
         t.engine_op();
@@ -175,11 +211,12 @@ impl Atomic {
         self.set_ghost(v);
         match part {
             Some((var, show)) => t.step(Effect::Store {
+                how,
                 var,
                 old: show(old),
                 new: show(v),
             }),
-            None => self.stored(t, old, v),
+            None => self.stored(t, how, old, v),
         }
     }
 
@@ -202,7 +239,7 @@ impl Atomic {
     }
     /// smp_store_release.
     pub fn store_release(&self, t: &Task, v: u64) {
-        self.store(t, v, Ordering::Release)
+        self.store(t, v, Ordering::Release, "smp_store_release")
     }
     /// rcu_dereference / rcu_dereference_raw (acquire: see the module table).
     pub fn rcu_dereference(&self, t: &Task) -> u64 {
@@ -214,18 +251,23 @@ impl Atomic {
     }
     /// rcu_assign_pointer (= smp_store_release).
     pub fn rcu_assign_pointer(&self, t: &Task, v: u64) {
-        self.store(t, v, Ordering::Release)
+        self.store(t, v, Ordering::Release, "rcu_assign_pointer")
     }
     /// A plain `x += d` by the only writer (serialised by a lock or by
     /// running on the owning CPU): a load and a store, recorded as one step.
     pub fn nonatomic_add(&self, t: &Task, d: u64) -> u64 {
+        self.nonatomic_add_as(t, d, "")
+    }
+    /// [`Atomic::nonatomic_add`] done by the kernel function `how`
+    /// (`write_seqcount_begin`).
+    pub(crate) fn nonatomic_add_as(&self, t: &Task, d: u64, how: &'static str) -> u64 {
         t.engine_op();
         let _s = atomic_section();
         let old = self.word.load(Ordering::Relaxed);
         let v = old.wrapping_add(d);
         self.word.store(v, Ordering::Relaxed);
         self.set_ghost(v);
-        self.stored(t, old, v);
+        self.stored(t, how, old, v);
         v
     }
     /// atomic_read.
@@ -238,7 +280,7 @@ impl Atomic {
     }
     /// atomic_set.
     pub fn atomic_set(&self, t: &Task, v: u64) {
-        self.store(t, v, Ordering::Relaxed)
+        self.store(t, v, Ordering::Relaxed, "atomic_set")
     }
 
     fn rmw(
@@ -374,6 +416,24 @@ impl Atomic {
         what: &'static str,
         counter: Counter,
     ) -> u64 {
+        self.cas_recorded_as(t, full, old, new, counter, |r| {
+            self.cas_effect(what, old, new, r)
+        })
+        .unwrap_or_else(|seen| seen)
+    }
+
+    /// [`Atomic::cas`] recorded as the step `effect` makes of its result
+    /// (a primitive's own effect: lockref's `spin_lock`); `Ok` on success,
+    /// else `Err` with the value found.
+    pub(crate) fn cas_recorded_as(
+        &self,
+        t: &Task,
+        full: bool,
+        old: u64,
+        new: u64,
+        counter: Counter,
+        effect: impl FnOnce(Result<u64, u64>) -> Effect,
+    ) -> Result<u64, u64> {
         t.engine_op();
         let _s = atomic_section();
         t.cost(counter, 1);
@@ -383,8 +443,8 @@ impl Atomic {
             // pays for the fences.
             let seen = self.word.load(Ordering::Relaxed);
             if seen != old {
-                self.cas_step(t, what, old, new, Err(seen));
-                return seen;
+                t.step(effect(Err(seen)));
+                return Err(seen);
             }
             t.cost(Counter::FullBarrier, 1);
             sync::fence(Ordering::SeqCst);
@@ -401,8 +461,8 @@ impl Atomic {
         if r.is_ok() {
             self.set_ghost(new);
         }
-        self.cas_step(t, what, old, new, r);
-        r.unwrap_or_else(|seen| seen)
+        t.step(effect(r));
+        r
     }
 
     /// A compare-and-exchange that is atomic only against the code of the
@@ -430,19 +490,19 @@ impl Atomic {
         } else {
             Err(seen)
         };
-        self.cas_step(t, what, old, new, r);
+        t.step(self.cas_effect(what, old, new, r));
         seen
     }
 
-    fn cas_step(&self, t: &Task, op: &'static str, old: u64, new: u64, r: Result<u64, u64>) {
-        t.step(Effect::Cmpxchg {
+    fn cas_effect(&self, op: &'static str, old: u64, new: u64, r: Result<u64, u64>) -> Effect {
+        Effect::Cmpxchg {
             op,
             var: self.name,
             old: self.val(old),
             new: self.val(new),
             ok: r.is_ok(),
             seen: self.val(r.unwrap_or_else(|seen| seen)),
-        });
+        }
     }
 
     /// cmpxchg: fully ordered; returns the value found (success iff == old).

@@ -11,9 +11,13 @@
 //! first word (a freelist index), the rest the second (a tid). Models keep
 //! values small, so the packing is exact.
 //!
-//! Two forms: the LOCK-prefixed [`DoubleWord::cmpxchg_double`] is atomic
+//! Two forms, each named as the 64-bit kernel names the primitive the slub.c
+//! macro expands to (mm/slab.h v6.18: `try_cmpxchg_freelist` is
+//! `try_cmpxchg128`, `this_cpu_try_cmpxchg_freelist` is
+//! `this_cpu_try_cmpxchg128`): the LOCK-prefixed
+//! [`DoubleWord::try_cmpxchg128`] is atomic
 //! across CPUs and fully ordered (a value-returning atomic); the `this_cpu`
-//! form [`DoubleWord::this_cpu_cmpxchg_double`] is atomic only against the
+//! form [`DoubleWord::this_cpu_try_cmpxchg128`] is atomic only against the
 //! local CPU (interrupts cannot split it) and implies no barrier: it is a
 //! load and a store with no interrupt point between them, so a write by
 //! another CPU in between is lost. Only code running on the owning CPU may
@@ -120,8 +124,8 @@ impl DoubleWord {
             }
         };
         match self.half(i) {
-            Some((name, show)) => self.word.write_once_update(t, f, Some((name, &show))),
-            None => self.word.write_once_update(t, f, None),
+            Some((name, show)) => self.word.write_once_update(t, f, "", Some((name, &show))),
+            None => self.word.write_once_update(t, f, "", None),
         }
     }
 
@@ -165,11 +169,12 @@ impl DoubleWord {
         self.write_half(t, 1, hi);
     }
 
-    /// cmpxchg_double / try_cmpxchg128 with LOCK: cross-CPU, fully ordered.
-    pub fn cmpxchg_double(&self, t: &Task, old: (u64, u64), new: (u64, u64)) -> bool {
+    /// try_cmpxchg128 (cmpxchg_double before v6.6) with LOCK: cross-CPU,
+    /// fully ordered.
+    pub fn try_cmpxchg128(&self, t: &Task, old: (u64, u64), new: (u64, u64)) -> bool {
         let (o, n) = (self.pack(old.0, old.1), self.pack(new.0, new.1));
         self.word
-            .cas(t, true, o, n, "cmpxchg_double", Counter::CmpxchgDouble)
+            .cas(t, true, o, n, "try_cmpxchg128", Counter::CmpxchgDouble)
             == o
     }
 
@@ -177,10 +182,10 @@ impl DoubleWord {
     /// CPU only (no interrupt of this CPU can split it), no ordering. Another
     /// CPU writing the pair between its load and its store loses its update:
     /// only the owning CPU may use it on a per-CPU pair, as in the kernel.
-    pub fn this_cpu_cmpxchg_double(&self, t: &Task, old: (u64, u64), new: (u64, u64)) -> bool {
+    pub fn this_cpu_try_cmpxchg128(&self, t: &Task, old: (u64, u64), new: (u64, u64)) -> bool {
         let (o, n) = (self.pack(old.0, old.1), self.pack(new.0, new.1));
         self.word
-            .cas_this_cpu(t, o, n, "this_cpu_cmpxchg_double", Counter::CmpxchgDouble)
+            .cas_this_cpu(t, o, n, "this_cpu_try_cmpxchg128", Counter::CmpxchgDouble)
             == o
     }
 }

@@ -30,8 +30,8 @@ use super::atomic::Atomic;
 use super::spinlock::next_lock_id;
 use crate::exec::Counter;
 use crate::kernel::task::Task;
-use crate::sync;
-use crate::trace::{intern, Name, Show};
+use crate::sync::{self, Ordering};
+use crate::trace::{intern, Effect, LockOp, Name, Show};
 
 const LOCKED: u64 = 1 << 32;
 const COUNT_MASK: u64 = (1 << 32) - 1;
@@ -73,7 +73,9 @@ pub enum LockrefFlavor {
 
 pub struct Lockref {
     name: Name,
-    /// Lock class of the embedded spinlock (`d_lock` for a dentry).
+    /// The embedded spinlock's instance name (`b.d_lock`) and lock class
+    /// (`d_lock` for a dentry).
+    lock: Name,
     class: Name,
     id: usize,
     word: Atomic,
@@ -92,25 +94,47 @@ impl Lockref {
         Lockref::with_flavor(name, count, LockrefFlavor::Kernel)
     }
 
-    /// A lockref whose embedded spinlock is instance `name` of lock class
-    /// `class` (every dentry's `d_lock` is one class).
-    pub fn with_class(name: impl AsRef<str>, class: Name, count: i32) -> Lockref {
+    /// Lockref `name` whose embedded spinlock is instance `lock` of lock
+    /// class `class` (a dentry's `d_lockref` embeds its `d_lock`, and every
+    /// dentry's `d_lock` is one class).
+    pub fn with_class(
+        name: impl AsRef<str>,
+        lock: impl AsRef<str>,
+        class: Name,
+        count: i32,
+    ) -> Lockref {
         Lockref {
+            lock: intern(lock.as_ref()),
             class,
             ..Lockref::with_flavor(name, count, LockrefFlavor::Kernel)
         }
     }
 
+    /// Lockref `name` whose embedded spinlock is `name.lock`, a class of
+    /// its own.
     pub fn with_flavor(name: impl AsRef<str>, count: i32, flavor: LockrefFlavor) -> Lockref {
         let name = intern(name.as_ref());
+        let lock = intern(&format!("{name}.lock"));
         Lockref {
             word: Atomic::with_format(name, with_count(0, count), Show::With(show)),
             name,
-            class: name,
+            lock,
+            class: lock,
             id: next_lock_id(),
             flavor,
             retries: MODEL_RETRIES,
         }
+    }
+
+    /// The lockref's name in traces (`b.d_lockref`).
+    pub fn name(&self) -> Name {
+        self.name
+    }
+
+    /// The count a word of this lockref holds (what a trace's value of it
+    /// stands for).
+    pub fn count_in(word: u64) -> i32 {
+        count_of(word)
     }
 
     /// Count and lock state (ghost).
@@ -119,12 +143,15 @@ impl Lockref {
         (count_of(w), w & LOCKED != 0)
     }
 
-    /// CMPXCHG_LOOP: try `update` locklessly. `update` maps the old count to
-    /// `Ok(new count)`, or `Err(r)` to return `r` without updating. `None`
-    /// means "take the lock" (lock observed held, or retries exhausted).
+    /// CMPXCHG_LOOP of the lockref function `func`: try `update`
+    /// locklessly. `update` maps the old count to `Ok(new count)`, or
+    /// `Err(r)` to return `r` without updating. `None` means "take the lock"
+    /// (lock observed held, or retries exhausted). The cmpxchg is shown as
+    /// `func` on the lockref.
     fn cmpxchg_loop<R>(
         &self,
         t: &Task,
+        func: &'static str,
         update: impl Fn(i32) -> Result<i32, R>,
         done: impl Fn(i32) -> R,
     ) -> Option<R> {
@@ -138,7 +165,14 @@ impl Lockref {
                 Ok(c) => c,
                 Err(r) => return Some(r),
             };
-            let seen = self.word.cmpxchg_relaxed(t, old, with_count(old, new));
+            let seen = self.word.cas(
+                t,
+                false,
+                old,
+                with_count(old, new),
+                func,
+                Counter::AtomicRmw,
+            );
             if seen == old {
                 if old & LOCKED != 0 {
                     t.violation(
@@ -159,31 +193,58 @@ impl Lockref {
 
     /// spin_lock(&lockref->lock): spin on the embedded lock bit.
     pub fn lock<'a>(&'a self, t: &'a Task) -> LockrefGuard<'a> {
-        self.lock_nested(t, 0)
+        self.lock_as(t, 0, LockOp::SpinLock)
     }
 
     /// spin_lock_nested(&lockref->lock, subclass): the embedded lock taken
     /// while another lock of its class is held (a child's `d_lock` under
     /// its parent's: DENTRY_D_LOCK_NESTED).
     pub fn lock_nested<'a>(&'a self, t: &'a Task, subclass: u8) -> LockrefGuard<'a> {
-        t.lockdep_acquire(self.class, subclass, self.name);
+        self.lock_as(t, subclass, LockOp::SpinLockNested { subclass })
+    }
+
+    fn lock_effect(&self, op: LockOp) -> Effect {
+        Effect::Lock {
+            op,
+            class: self.class,
+            lock: self.lock,
+        }
+    }
+
+    /// Takes the embedded lock as lockdep subclass `subclass`: a read of the
+    /// word and, while it is free, a fully ordered cmpxchg that sets the
+    /// lock bit; one step, `op` when taken, `spin_lock(…) busy` per round
+    /// that found it held.
+    fn lock_as<'a>(&'a self, t: &'a Task, subclass: u8, op: LockOp) -> LockrefGuard<'a> {
+        t.lockdep_acquire(self.class, subclass, self.lock);
         loop {
-            let w = self.word.read_once(t);
-            if w & LOCKED == 0 && self.word.cmpxchg(t, w, w | LOCKED) == w {
+            let w = self.word.load_quiet(t, Ordering::Relaxed);
+            let taken = w & LOCKED == 0
+                && self
+                    .word
+                    .cas_recorded_as(t, true, w, w | LOCKED, Counter::AtomicRmw, |r| {
+                        self.lock_effect(if r.is_ok() { op } else { LockOp::SpinLockBusy })
+                    })
+                    .is_ok();
+            if taken {
+                t.wrote(self.name);
                 break;
+            }
+            if w & LOCKED != 0 {
+                t.step(self.lock_effect(LockOp::SpinLockBusy));
             }
             sync::yield_now();
         }
         t.took_lock(Counter::LockAcquire, self.class);
         t.set_preempt_count(t.preempt_count() + 1);
-        t.push_held(self.class, subclass, self.name, self.id);
+        t.push_held(self.class, subclass, self.lock, self.id);
         LockrefGuard { lr: self, task: t }
     }
 
     /// lockref_get: unconditional +1.
     pub fn lockref_get(&self, t: &Task) {
         if self
-            .cmpxchg_loop(t, |c| Ok::<i32, ()>(c + 1), |_| ())
+            .cmpxchg_loop(t, "lockref_get", |c| Ok::<i32, ()>(c + 1), |_| ())
             .is_some()
         {
             return;
@@ -194,8 +255,12 @@ impl Lockref {
 
     /// lockref_get_not_zero: +1 unless the count is ≤ 0.
     pub fn lockref_get_not_zero(&self, t: &Task) -> bool {
-        let lockless =
-            self.cmpxchg_loop(t, |c| if c <= 0 { Err(false) } else { Ok(c + 1) }, |_| true);
+        let lockless = self.cmpxchg_loop(
+            t,
+            "lockref_get_not_zero",
+            |c| if c <= 0 { Err(false) } else { Ok(c + 1) },
+            |_| true,
+        );
         if let Some(r) = lockless {
             return r;
         }
@@ -209,8 +274,12 @@ impl Lockref {
 
     /// lockref_get_not_dead: +1 unless dead (count < 0).
     pub fn lockref_get_not_dead(&self, t: &Task) -> bool {
-        let lockless =
-            self.cmpxchg_loop(t, |c| if c < 0 { Err(false) } else { Ok(c + 1) }, |_| true);
+        let lockless = self.cmpxchg_loop(
+            t,
+            "lockref_get_not_dead",
+            |c| if c < 0 { Err(false) } else { Ok(c + 1) },
+            |_| true,
+        );
         if let Some(r) = lockless {
             return r;
         }
@@ -225,25 +294,43 @@ impl Lockref {
     /// lockref_put_return: lockless −1; returns the new count, or −1 when the
     /// lock would be needed or the count is ≤ 0 (the caller then locks).
     pub fn lockref_put_return(&self, t: &Task) -> i32 {
-        self.cmpxchg_loop(t, |c| if c <= 0 { Err(-1) } else { Ok(c - 1) }, |c| c)
-            .unwrap_or(-1)
+        self.cmpxchg_loop(
+            t,
+            "lockref_put_return",
+            |c| if c <= 0 { Err(-1) } else { Ok(c - 1) },
+            |c| c,
+        )
+        .unwrap_or(-1)
     }
 }
 
 impl LockrefGuard<'_> {
+    /// A plain read of the count by the lock holder.
     pub fn count(&self) -> i32 {
-        count_of(self.lr.word.read_once(self.task))
+        count_of(self.read())
+    }
+
+    fn read(&self) -> u64 {
+        self.lr.word.load(self.task, Ordering::Relaxed, "")
     }
 
     /// A plain store of the count by the lock holder.
     pub fn set_count(&self, c: i32) {
-        let w = self.lr.word.read_once(self.task);
-        self.lr.word.write_once(self.task, with_count(w, c));
+        self.store_count(c, "");
+    }
+
+    /// The holder's store of count `c`, by the lockref function `how`
+    /// (empty: a plain store).
+    fn store_count(&self, c: i32, how: &'static str) {
+        let w = self.read();
+        self.lr
+            .word
+            .store(self.task, with_count(w, c), Ordering::Relaxed, how);
     }
 
     /// lockref_mark_dead: the lock is held; the count becomes negative.
     pub fn lockref_mark_dead(&self) {
-        self.set_count(DEAD_COUNT);
+        self.store_count(DEAD_COUNT, "lockref_mark_dead");
     }
 
     /// spin_unlock(&lockref->lock) (same as dropping the guard).
@@ -258,7 +345,11 @@ impl Drop for LockrefGuard<'_> {
         if std::thread::panicking() {
             return;
         }
-        let w = self.lr.word.read_once(t);
-        self.lr.word.store_release(t, w & !LOCKED);
+        let w = self.lr.word.load_quiet(t, Ordering::Relaxed);
+        let unlock = self.lr.lock_effect(LockOp::SpinUnlock);
+        self.lr
+            .word
+            .store_recorded_as(t, w & !LOCKED, Ordering::Release, unlock);
+        t.wrote(self.lr.name);
     }
 }

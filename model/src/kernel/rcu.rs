@@ -202,6 +202,11 @@ impl Rcu {
 
     /// rcu_read_lock: enter a read-side critical section (nestable).
     pub fn rcu_read_lock(&self, t: &Task) {
+        self.read_lock_as(t, "rcu_read_lock");
+    }
+
+    /// Enters a read-side section by the kernel function `func`.
+    fn read_lock_as(&self, t: &Task, func: &'static str) {
         let depth = t.rcu_depth();
         t.set_rcu_depth(depth + 1);
         if depth == 0 {
@@ -209,11 +214,16 @@ impl Rcu {
             let _s = exec::atomic_section();
             self.0.readers[self.slot(t)].fetch_add(1, Ordering::Acquire);
         }
-        t.step(Effect::RcuRead { lock: true });
+        t.step(Effect::RcuRead { func, lock: true });
     }
 
     /// rcu_read_unlock: leave the read-side critical section.
     pub fn rcu_read_unlock(&self, t: &Task) {
+        self.read_unlock_as(t, "rcu_read_unlock");
+    }
+
+    /// Leaves a read-side section by the kernel function `func`.
+    fn read_unlock_as(&self, t: &Task, func: &'static str) {
         let depth = t.rcu_depth();
         if depth == 0 {
             t.violation("rcu_balance", "rcu_read_unlock without rcu_read_lock");
@@ -229,18 +239,18 @@ impl Rcu {
                 wake_grace_periods(&self.0.wake_lock, &self.0.wake);
             }
         }
-        t.step(Effect::RcuRead { lock: false });
+        t.step(Effect::RcuRead { func, lock: false });
     }
 
     /// rcu_read_lock_sched (= preempt_disable; waited for by synchronize_rcu).
     pub fn rcu_read_lock_sched(&self, t: &Task) {
         t.set_preempt_count(t.preempt_count() + 1);
-        self.rcu_read_lock(t);
+        self.read_lock_as(t, "rcu_read_lock_sched");
     }
 
     /// rcu_read_unlock_sched.
     pub fn rcu_read_unlock_sched(&self, t: &Task) {
-        self.rcu_read_unlock(t);
+        self.read_unlock_as(t, "rcu_read_unlock_sched");
         t.set_preempt_count(t.preempt_count().saturating_sub(1));
     }
 
@@ -281,7 +291,14 @@ impl Rcu {
     /// consolidation ([`RcuFlavor`]) also every task that had preemption or
     /// IRQs disabled. May sleep.
     pub fn synchronize_rcu(&self, t: &Task) {
-        t.might_sleep("synchronize_rcu", None);
+        self.grace_period(t, "synchronize_rcu");
+    }
+
+    /// One grace period waited for by the kernel function `func`
+    /// (`synchronize_rcu`; `rcu_gp_kthread` and `rcu_barrier` wait for the
+    /// callbacks' grace period the same way).
+    fn grace_period(&self, t: &Task, func: &'static str) {
+        t.might_sleep(func, None);
         t.engine_op();
         sync::fence(Ordering::SeqCst);
         let mut waited = 0u32;
@@ -311,7 +328,7 @@ impl Rcu {
         }
         sync::fence(Ordering::SeqCst);
         let gp = self.0.gp_seq.fetch_add(1, Ordering::SeqCst) + 1;
-        t.step(Effect::GracePeriod { gp, waited });
+        t.step(Effect::GracePeriod { func, gp, waited });
     }
 
     /// call_rcu: run `callback` after a grace period, on the GP kthread
@@ -390,7 +407,7 @@ impl Rcu {
         loop {
             let (upto, batch) = self.take_batch();
             if !batch.is_empty() {
-                self.synchronize_rcu(t);
+                self.grace_period(t, "rcu_gp_kthread");
                 self.run_callbacks(t, batch);
                 self.store_and_wake(&self.0.invoked, upto);
                 continue;
@@ -457,7 +474,7 @@ impl Rcu {
         }
         let (_, batch) = self.take_batch();
         if !batch.is_empty() {
-            self.synchronize_rcu(t);
+            self.grace_period(t, "rcu_barrier");
             self.run_callbacks(t, batch);
         }
     }
@@ -511,6 +528,9 @@ struct SlabState<T> {
 /// A kmem_cache of objects of one type.
 pub struct Slab<T> {
     name: Name,
+    /// The kernel functions that allocate and free its objects.
+    alloc_fn: &'static str,
+    free_fn: &'static str,
     typesafe_by_rcu: bool,
     /// The domain whose grace period returns a typesafe cache's freed
     /// memory to the page allocator; none: the page is never returned.
@@ -530,6 +550,8 @@ impl<T> Slab<T> {
     pub fn new(name: impl AsRef<str>) -> Slab<T> {
         Slab {
             name: intern(name.as_ref()),
+            alloc_fn: "kmem_cache_alloc",
+            free_fn: "kmem_cache_free",
             typesafe_by_rcu: false,
             returns_via: None,
             state: Arc::new(GhostMutex::new(SlabState {
@@ -563,6 +585,17 @@ impl<T> Slab<T> {
             typesafe_by_rcu: true,
             returns_via: Some(rcu.clone()),
             ..Slab::new(name)
+        }
+    }
+
+    /// The same cache with objects allocated by `alloc_fn` and freed by
+    /// `free_fn` (`kmalloc`/`kfree` where the kernel uses no cache of its
+    /// own), as the trace names them.
+    pub fn allocated_by(self, alloc_fn: &'static str, free_fn: &'static str) -> Slab<T> {
+        Slab {
+            alloc_fn,
+            free_fn,
+            ..self
         }
     }
 
@@ -604,6 +637,7 @@ impl<T> Slab<T> {
             reinit(&obj);
             let r = i as u64 + 1;
             t.step(Effect::Alloc {
+                func: self.alloc_fn,
                 cache: self.name,
                 obj: r,
                 recycled_gen: Some(gen),
@@ -614,6 +648,7 @@ impl<T> Slab<T> {
         let r = st.objects.len() as u64;
         drop(st);
         t.step(Effect::Alloc {
+            func: self.alloc_fn,
             cache: self.name,
             obj: r,
             recycled_gen: None,
@@ -630,6 +665,7 @@ impl<T> Slab<T> {
         self.push_object(&mut st, fresh(r));
         drop(st);
         t.step(Effect::Alloc {
+            func: self.alloc_fn,
             cache: self.name,
             obj: r,
             recycled_gen: None,
@@ -746,6 +782,7 @@ impl<T: Send + Sync + 'static> Slab<T> {
         }
         drop(st);
         t.step(Effect::Free {
+            func: self.free_fn,
             cache: self.name,
             obj,
         });

@@ -22,6 +22,7 @@ use super::atomic::{smp_rmb, smp_wmb, Atomic};
 use super::spinlock::{SpinGuard, SpinLock};
 use crate::kernel::task::Task;
 use crate::sync;
+use crate::sync::Ordering;
 
 /// Which defect to inject into the primitive itself, so that the checker can
 /// show it finds seqcount misuse (litmus and primitive tests).
@@ -62,8 +63,14 @@ impl SeqCount {
 
     /// read_seqcount_begin: wait until no writer is active, return the count.
     pub fn read_seqcount_begin(&self, t: &Task) -> u64 {
+        self.begin_as(t, "read_seqcount_begin")
+    }
+
+    /// [`SeqCount::read_seqcount_begin`] called as the kernel function `how`
+    /// (`read_seqbegin` of a seqlock).
+    fn begin_as(&self, t: &Task, how: &'static str) -> u64 {
         loop {
-            let v = self.seq.load_acquire(t);
+            let v = self.seq.load(t, Ordering::Acquire, how);
             if v & 1 == 0 {
                 return v;
             }
@@ -74,26 +81,37 @@ impl SeqCount {
     /// raw_seqcount_begin: never waits; an odd count is rounded down so the
     /// retry fails if a writer was active.
     pub fn raw_seqcount_begin(&self, t: &Task) -> u64 {
-        self.seq.load_acquire(t) & !1
+        self.seq.load(t, Ordering::Acquire, "raw_seqcount_begin") & !1
     }
 
     /// read_seqcount_retry: true when the reader must retry.
     pub fn read_seqcount_retry(&self, t: &Task, start: u64) -> bool {
+        self.retry_ordered_as(t, start, "read_seqcount_retry")
+    }
+
+    /// [`SeqCount::read_seqcount_retry`] called as the kernel function
+    /// `how` (`read_seqretry` of a seqlock).
+    fn retry_ordered_as(&self, t: &Task, start: u64, how: &'static str) -> bool {
         if self.flavor != SeqcountFlavor::RetryWithoutRmb {
             smp_rmb(t);
         }
-        self.__read_seqcount_retry(t, start)
+        self.retry_as(t, start, how)
     }
 
     /// __read_seqcount_retry: compare only; the caller orders its loads.
     #[allow(non_snake_case)]
     pub fn __read_seqcount_retry(&self, t: &Task, start: u64) -> bool {
-        self.seq.read_once(t) != start
+        self.retry_as(t, start, "__read_seqcount_retry")
+    }
+
+    /// The retry's `READ_ONCE` of the count, shown as the function `how`.
+    fn retry_as(&self, t: &Task, start: u64, how: &'static str) -> bool {
+        self.seq.load(t, Ordering::Relaxed, how) != start
     }
 
     /// write_seqcount_begin: the caller holds the associated lock.
     pub fn write_seqcount_begin(&self, t: &Task) {
-        self.seq.nonatomic_add(t, 1);
+        self.seq.nonatomic_add_as(t, 1, "write_seqcount_begin");
         if self.flavor != SeqcountFlavor::BeginWithoutWmb {
             smp_wmb(t);
         }
@@ -102,13 +120,13 @@ impl SeqCount {
     /// write_seqcount_end.
     pub fn write_seqcount_end(&self, t: &Task) {
         smp_wmb(t);
-        self.seq.nonatomic_add(t, 1);
+        self.seq.nonatomic_add_as(t, 1, "write_seqcount_end");
     }
 
     /// write_seqcount_invalidate: in-flight readers fail, with no odd phase.
     pub fn write_seqcount_invalidate(&self, t: &Task) {
         smp_wmb(t);
-        self.seq.nonatomic_add(t, 2);
+        self.seq.nonatomic_add_as(t, 2, "write_seqcount_invalidate");
     }
 }
 
@@ -139,12 +157,12 @@ impl SeqLock {
 
     /// read_seqbegin.
     pub fn read_seqbegin(&self, t: &Task) -> u64 {
-        self.seq.read_seqcount_begin(t)
+        self.seq.begin_as(t, "read_seqbegin")
     }
 
     /// read_seqretry.
     pub fn read_seqretry(&self, t: &Task, start: u64) -> bool {
-        self.seq.read_seqcount_retry(t, start)
+        self.seq.retry_ordered_as(t, start, "read_seqretry")
     }
 
     /// write_seqlock: take the lock, open a write section.

@@ -75,17 +75,22 @@ impl SpinLock {
 
     /// spin_lock: acquire, entering atomic context.
     pub fn spin_lock<'a>(&'a self, t: &'a Task) -> SpinGuard<'a> {
-        self.spin_lock_nested(t, 0)
+        self.lock_as(t, 0, LockOp::SpinLock)
     }
 
     /// spin_lock_nested: acquire a lock of a class the caller may already
     /// hold, nested as `subclass` (e.g. DENTRY_D_LOCK_NESTED for a child's
     /// d_lock under its parent's).
     pub fn spin_lock_nested<'a>(&'a self, t: &'a Task, subclass: u8) -> SpinGuard<'a> {
+        self.lock_as(t, subclass, LockOp::SpinLockNested { subclass })
+    }
+
+    /// Acquires as lockdep subclass `subclass`, shown as `op`.
+    fn lock_as<'a>(&'a self, t: &'a Task, subclass: u8, op: LockOp) -> SpinGuard<'a> {
         t.lockdep_acquire(self.class, subclass, self.name);
         t.engine_op();
         let raw = self.raw.lock();
-        self.acquired(t, raw, false, subclass)
+        self.acquired(t, raw, op, subclass)
     }
 
     /// spin_lock_irqsave: acquire with local interrupts disabled.
@@ -95,7 +100,7 @@ impl SpinLock {
         t.cost(Counter::IrqToggle, 1);
         t.lockdep_acquire(self.class, 0, self.name);
         let raw = self.raw.lock();
-        self.acquired(t, raw, true, 0)
+        self.acquired(t, raw, LockOp::SpinLockIrqsave, 0)
     }
 
     /// spin_trylock: acquire if free, never spin (and never deadlock, so
@@ -103,7 +108,7 @@ impl SpinLock {
     pub fn spin_trylock<'a>(&'a self, t: &'a Task) -> Option<SpinGuard<'a>> {
         t.engine_op();
         match self.raw.try_lock() {
-            Some(raw) => Some(self.acquired(t, raw, false, 0)),
+            Some(raw) => Some(self.acquired(t, raw, LockOp::SpinTrylock, 0)),
             None => {
                 t.step(self.effect(LockOp::SpinTrylockBusy));
                 None
@@ -139,18 +144,18 @@ impl SpinLock {
         &'a self,
         t: &'a Task,
         raw: sync::MutexGuard<'a>,
-        irqsave: bool,
+        op: LockOp,
         subclass: u8,
     ) -> SpinGuard<'a> {
         self.held.store(true, Ordering::SeqCst);
         t.set_preempt_count(t.preempt_count() + 1);
         t.took_lock(Counter::LockAcquire, self.class);
-        t.step(self.effect(LockOp::SpinLock));
+        t.step(self.effect(op));
         t.push_held(self.class, subclass, self.name, self.id);
         SpinGuard {
             lock: self,
             task: t,
-            irqsave,
+            irqsave: op == LockOp::SpinLockIrqsave,
             _raw: raw,
         }
     }
@@ -182,7 +187,12 @@ impl Drop for SpinGuard<'_> {
         // judged at its release).
         self.lock.held.store(false, Ordering::SeqCst);
         if !std::thread::panicking() {
-            t.step(self.lock.effect(LockOp::SpinUnlock));
+            let op = if self.irqsave {
+                LockOp::SpinUnlockIrqrestore
+            } else {
+                LockOp::SpinUnlock
+            };
+            t.step(self.lock.effect(op));
         }
         t.set_preempt_count(t.preempt_count().saturating_sub(1));
         if self.irqsave {

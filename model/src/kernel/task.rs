@@ -229,9 +229,15 @@ impl Task {
                     }
                 }
             }
-            Effect::RcuRead { lock: true } => self.cost(Counter::RcuSections, 1),
+            Effect::RcuRead { lock: true, .. } => self.cost(Counter::RcuSections, 1),
             _ => {}
         }
+    }
+
+    /// Counts a write of `var` that the step recording it does not show as
+    /// one (a lock word a primitive's lock step writes).
+    pub(crate) fn wrote(&self, var: Name) {
+        exec::wrote(self.operation(), var);
     }
 
     /// Records a step that fits no typed effect: `text` with each `{}`

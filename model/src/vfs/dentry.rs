@@ -135,7 +135,12 @@ impl Dentry {
             d_inode: Atomic::with_format(format!("{label}.d_inode"), inode, Show::With(show_inode)),
             d_flags: Atomic::with_format(format!("{label}.d_flags"), flags, Show::With(show_flags)),
             d_seq: SeqCount::new(format!("{label}.d_seq")),
-            d_lockref: Lockref::with_class(format!("{label}.d_lock"), d_lock_class(), count),
+            d_lockref: Lockref::with_class(
+                format!("{label}.d_lockref"),
+                format!("{label}.d_lock"),
+                d_lock_class(),
+                count,
+            ),
             hashed: Atomic::new(format!("{label}.hashed"), u64::from(hashed)),
         }
     }

@@ -193,9 +193,13 @@ impl Vfs {
     fn new(bug: Option<VfsBug>) -> Vfs {
         Vfs {
             bug,
-            dentries: Arc::new(Slab::new("dentry")),
+            dentries: Arc::new(
+                Slab::new("dentry").allocated_by("kmem_cache_alloc_lru", "kmem_cache_free"),
+            ),
             inodes: Slab::new("inode"),
-            mounts: Arc::new(Slab::new("mount")),
+            mounts: Arc::new(
+                Slab::new("mount").allocated_by("kmem_cache_zalloc", "kmem_cache_free"),
+            ),
             rcu: Rcu::new(),
             buckets: Vec::new(),
             in_lookup: Atomic::with_format(
