@@ -18,8 +18,13 @@
 //!   scheduler; it is neither exhaustive nor replayable.
 //! - Neither loom nor shuttle models a spurious `compare_exchange_weak`
 //!   failure; the facade offers only the strong form.
+//! - an execution-graph engine ([`GraphRuntime`], the checker's `optimal`
+//!   engine) sees exactly these operations as events, and takes every
+//!   `yield_now` for a failed round of a wait that will read the same
+//!   values again ([`yield_now`], [`yield_bounded`]).
 
 use std::cell::Cell;
+use std::marker::PhantomData;
 pub use std::sync::atomic::Ordering;
 
 /// Which implementation the facade types use on this OS thread.
@@ -28,10 +33,106 @@ pub enum Backend {
     Loom,
     Shuttle,
     Std,
+    /// An engine of the checker that runs model threads as its own
+    /// coroutines and records each operation below as an event of an
+    /// execution graph ([`with_graph_runtime`]).
+    Graph,
 }
 
 thread_local! {
     static BACKEND: Cell<Option<Backend>> = const { Cell::new(None) };
+    static GRAPH: Cell<Option<*const (dyn GraphRuntime + 'static)>> = const { Cell::new(None) };
+}
+
+/// The read-modify-writes of [`AtomicU64`], as an execution-graph engine
+/// receives them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RmwOp {
+    Add(u64),
+    Sub(u64),
+    Or(u64),
+    And(u64),
+    Swap(u64),
+}
+
+impl RmwOp {
+    /// The value the operation stores over `old`.
+    pub fn apply(self, old: u64) -> u64 {
+        match self {
+            RmwOp::Add(v) => old.wrapping_add(v),
+            RmwOp::Sub(v) => old.wrapping_sub(v),
+            RmwOp::Or(v) => old | v,
+            RmwOp::And(v) => old & v,
+            RmwOp::Swap(v) => v,
+        }
+    }
+}
+
+/// What an execution-graph engine implements to run the models: every
+/// operation of the facade's types, on objects it numbers itself. Each
+/// call is made from a model thread the engine runs (a coroutine on the OS
+/// thread that called [`with_graph_runtime`]) and may switch to another.
+pub trait GraphRuntime {
+    fn atomic_new(&self, v: u64) -> u32;
+    fn load(&self, loc: u32, o: Ordering) -> u64;
+    fn store(&self, loc: u32, v: u64, o: Ordering);
+    /// Returns the value before the operation.
+    fn rmw(&self, loc: u32, op: RmwOp, o: Ordering) -> u64;
+    fn compare_exchange(
+        &self,
+        loc: u32,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64>;
+    fn fence(&self, o: Ordering);
+    fn mutex_new(&self) -> u32;
+    /// Blocks until the mutex is free, then takes it.
+    fn lock(&self, mutex: u32);
+    fn try_lock(&self, mutex: u32) -> bool;
+    fn unlock(&self, mutex: u32);
+    fn condvar_new(&self) -> u32;
+    /// Releases `mutex`, blocks until a notification after the call, takes
+    /// `mutex` again.
+    fn wait(&self, condvar: u32, mutex: u32);
+    fn notify_all(&self, condvar: u32);
+    /// Starts `f` as a new model thread; returns its number.
+    fn spawn(&self, f: Box<dyn FnOnce() + Send>) -> u32;
+    /// Blocks until thread `thread` has finished.
+    fn join(&self, thread: u32);
+    /// A failed round of a wait ([`yield_now`]).
+    fn yield_now(&self);
+    /// A failed round of a loop with a bound of its own ([`yield_bounded`]).
+    fn yield_bounded(&self);
+}
+
+/// Runs `f` with the facade bound to the execution-graph engine `rt` on
+/// this OS thread; the engine's coroutines run inside `f`.
+pub fn with_graph_runtime<R>(rt: &dyn GraphRuntime, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<*const (dyn GraphRuntime + 'static)>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            GRAPH.with(|g| g.set(self.0));
+        }
+    }
+    // SAFETY: only the lifetime is erased; the pointer is cleared again
+    // when this frame ends, and it is only used by facade calls made while
+    // `f` runs (on this OS thread, which owns `rt`'s coroutines).
+    let erased: *const (dyn GraphRuntime + 'static) =
+        unsafe { std::mem::transmute(rt as *const dyn GraphRuntime) };
+    let _restore = Restore(GRAPH.with(|g| g.replace(Some(erased))));
+    with_backend(Backend::Graph, f)
+}
+
+/// The execution-graph engine bound to this OS thread.
+fn graph() -> &'static dyn GraphRuntime {
+    let rt = GRAPH
+        .with(Cell::get)
+        .expect("vfsmc-model: the graph backend is bound without a runtime");
+    // SAFETY: set by `with_graph_runtime`, whose frame outlives every call
+    // made through the facade while it is set.
+    unsafe { &*rt }
 }
 
 /// Runs `f` with the facade bound to `backend` on this OS thread. loom and
@@ -65,14 +166,16 @@ pub enum AtomicU64 {
     Loom(loom::sync::atomic::AtomicU64),
     Shuttle(shuttle::sync::atomic::AtomicU64),
     Std(std::sync::atomic::AtomicU64),
+    Graph(u32),
 }
 
 macro_rules! dispatch {
-    ($self:expr, $a:ident => $e:expr) => {
+    ($self:expr, $a:ident => $e:expr, $loc:ident => $g:expr) => {
         match $self {
             Self::Loom($a) => $e,
             Self::Shuttle($a) => $e,
             Self::Std($a) => $e,
+            Self::Graph($loc) => $g,
         }
     };
 }
@@ -83,16 +186,17 @@ impl AtomicU64 {
             Backend::Loom => Self::Loom(loom::sync::atomic::AtomicU64::new(v)),
             Backend::Shuttle => Self::Shuttle(shuttle::sync::atomic::AtomicU64::new(v)),
             Backend::Std => Self::Std(std::sync::atomic::AtomicU64::new(v)),
+            Backend::Graph => Self::Graph(graph().atomic_new(v)),
         }
     }
     pub fn load(&self, o: Ordering) -> u64 {
-        dispatch!(self, a => a.load(o))
+        dispatch!(self, a => a.load(o), l => graph().load(*l, o))
     }
     pub fn store(&self, v: u64, o: Ordering) {
-        dispatch!(self, a => a.store(v, o))
+        dispatch!(self, a => a.store(v, o), l => graph().store(*l, v, o))
     }
     pub fn swap(&self, v: u64, o: Ordering) -> u64 {
-        dispatch!(self, a => a.swap(v, o))
+        dispatch!(self, a => a.swap(v, o), l => graph().rmw(*l, RmwOp::Swap(v), o))
     }
     pub fn compare_exchange(
         &self,
@@ -101,19 +205,23 @@ impl AtomicU64 {
         success: Ordering,
         failure: Ordering,
     ) -> Result<u64, u64> {
-        dispatch!(self, a => a.compare_exchange(current, new, success, failure))
+        dispatch!(
+            self,
+            a => a.compare_exchange(current, new, success, failure),
+            l => graph().compare_exchange(*l, current, new, success, failure)
+        )
     }
     pub fn fetch_add(&self, v: u64, o: Ordering) -> u64 {
-        dispatch!(self, a => a.fetch_add(v, o))
+        dispatch!(self, a => a.fetch_add(v, o), l => graph().rmw(*l, RmwOp::Add(v), o))
     }
     pub fn fetch_sub(&self, v: u64, o: Ordering) -> u64 {
-        dispatch!(self, a => a.fetch_sub(v, o))
+        dispatch!(self, a => a.fetch_sub(v, o), l => graph().rmw(*l, RmwOp::Sub(v), o))
     }
     pub fn fetch_or(&self, v: u64, o: Ordering) -> u64 {
-        dispatch!(self, a => a.fetch_or(v, o))
+        dispatch!(self, a => a.fetch_or(v, o), l => graph().rmw(*l, RmwOp::Or(v), o))
     }
     pub fn fetch_and(&self, v: u64, o: Ordering) -> u64 {
-        dispatch!(self, a => a.fetch_and(v, o))
+        dispatch!(self, a => a.fetch_and(v, o), l => graph().rmw(*l, RmwOp::And(v), o))
     }
 }
 
@@ -124,6 +232,7 @@ pub enum Mutex {
     Loom(loom::sync::Mutex<()>),
     Shuttle(shuttle::sync::Mutex<()>),
     Std(std::sync::Mutex<()>),
+    Graph(u32),
 }
 
 /// Proof that a [`Mutex`] is held; dropping it releases the mutex.
@@ -131,6 +240,32 @@ pub enum MutexGuard<'a> {
     Loom(loom::sync::MutexGuard<'a, ()>),
     Shuttle(shuttle::sync::MutexGuard<'a, ()>),
     Std(std::sync::MutexGuard<'a, ()>),
+    Graph(GraphGuard<'a>),
+}
+
+/// A held mutex of the execution-graph engine; unlocks on drop.
+pub struct GraphGuard<'a> {
+    mutex: u32,
+    _held: PhantomData<&'a Mutex>,
+}
+
+impl Drop for GraphGuard<'_> {
+    fn drop(&mut self) {
+        // A thread the engine abandons unwinds through its guards: it makes
+        // no more operations.
+        if !std::thread::panicking() {
+            graph().unlock(self.mutex);
+        }
+    }
+}
+
+impl GraphGuard<'_> {
+    fn held(mutex: u32) -> Self {
+        GraphGuard {
+            mutex,
+            _held: PhantomData,
+        }
+    }
 }
 
 impl Mutex {
@@ -139,6 +274,7 @@ impl Mutex {
             Backend::Loom => Self::Loom(loom::sync::Mutex::new(())),
             Backend::Shuttle => Self::Shuttle(shuttle::sync::Mutex::new(())),
             Backend::Std => Self::Std(std::sync::Mutex::new(())),
+            Backend::Graph => Self::Graph(graph().mutex_new()),
         }
     }
     pub fn lock(&self) -> MutexGuard<'_> {
@@ -148,6 +284,10 @@ impl Mutex {
             Self::Loom(m) => MutexGuard::Loom(m.lock().unwrap_or_else(|p| p.into_inner())),
             Self::Shuttle(m) => MutexGuard::Shuttle(m.lock().unwrap_or_else(|p| p.into_inner())),
             Self::Std(m) => MutexGuard::Std(m.lock().unwrap_or_else(|p| p.into_inner())),
+            Self::Graph(m) => {
+                graph().lock(*m);
+                MutexGuard::Graph(GraphGuard::held(*m))
+            }
         }
     }
     pub fn try_lock(&self) -> Option<MutexGuard<'_>> {
@@ -155,6 +295,9 @@ impl Mutex {
             Self::Loom(m) => m.try_lock().ok().map(MutexGuard::Loom),
             Self::Shuttle(m) => m.try_lock().ok().map(MutexGuard::Shuttle),
             Self::Std(m) => m.try_lock().ok().map(MutexGuard::Std),
+            Self::Graph(m) => graph()
+                .try_lock(*m)
+                .then(|| MutexGuard::Graph(GraphGuard::held(*m))),
         }
     }
 }
@@ -173,6 +316,7 @@ pub enum Condvar {
     Loom(loom::sync::Condvar),
     Shuttle(shuttle::sync::Condvar),
     Std(std::sync::Condvar),
+    Graph(u32),
 }
 
 impl Condvar {
@@ -181,6 +325,7 @@ impl Condvar {
             Backend::Loom => Self::Loom(loom::sync::Condvar::new()),
             Backend::Shuttle => Self::Shuttle(shuttle::sync::Condvar::new()),
             Backend::Std => Self::Std(std::sync::Condvar::new()),
+            Backend::Graph => Self::Graph(graph().condvar_new()),
         }
     }
 
@@ -196,6 +341,13 @@ impl Condvar {
             (Self::Std(c), MutexGuard::Std(g)) => {
                 MutexGuard::Std(c.wait(g).unwrap_or_else(|p| p.into_inner()))
             }
+            (Self::Graph(c), MutexGuard::Graph(g)) => {
+                let m = g.mutex;
+                // The engine releases and re-takes the mutex itself.
+                std::mem::forget(g);
+                graph().wait(*c, m);
+                MutexGuard::Graph(GraphGuard::held(m))
+            }
             _ => unreachable!("a condition variable and its mutex share one backend"),
         }
     }
@@ -206,6 +358,7 @@ impl Condvar {
             Self::Loom(c) => c.notify_all(),
             Self::Shuttle(c) => c.notify_all(),
             Self::Std(c) => c.notify_all(),
+            Self::Graph(c) => graph().notify_all(*c),
         }
     }
 }
@@ -221,6 +374,9 @@ pub enum JoinHandle<T> {
     Loom(loom::thread::JoinHandle<T>),
     Shuttle(shuttle::thread::JoinHandle<T>),
     Std(std::thread::JoinHandle<T>),
+    /// The engine's thread number and where the thread leaves its result
+    /// (a panic in it ends the execution in the engine instead).
+    Graph(u32, std::sync::Arc<std::sync::Mutex<Option<T>>>),
 }
 
 impl<T> JoinHandle<T> {
@@ -230,6 +386,11 @@ impl<T> JoinHandle<T> {
             Self::Loom(h) => h.join(),
             Self::Shuttle(h) => h.join(),
             Self::Std(h) => h.join(),
+            Self::Graph(thread, result) => {
+                graph().join(thread);
+                let value = result.lock().unwrap_or_else(|p| p.into_inner()).take();
+                return value.expect("a joined thread of the graph engine left its result");
+            }
         };
         r.unwrap_or_else(|p| std::panic::resume_unwind(p))
     }
@@ -245,17 +406,48 @@ where
         Backend::Loom => JoinHandle::Loom(loom::thread::spawn(f)),
         Backend::Shuttle => JoinHandle::Shuttle(shuttle::thread::spawn(f)),
         Backend::Std => JoinHandle::Std(std::thread::spawn(move || with_backend(Backend::Std, f))),
+        Backend::Graph => {
+            let result = std::sync::Arc::new(std::sync::Mutex::new(None));
+            let slot = result.clone();
+            let thread = graph().spawn(Box::new(move || {
+                let value = f();
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(value);
+            }));
+            JoinHandle::Graph(thread, result)
+        }
     }
 }
 
 /// A scheduling hint in every spin or retry loop: without it loom reports
 /// "exceeded maximum number of branches" and shuttle's PCT cannot deprioritise
 /// the spinner.
+///
+/// To an execution-graph engine it marks the end of a failed round of a
+/// wait: the loop will read the same locations again and round after round
+/// fail the same way until another thread writes one of them. A round that
+/// wrote nothing since the thread's last yield therefore blocks the thread
+/// there (GenMC's spin-assume): a later write that a read of the round
+/// could see takes the execution where the round succeeds. A loop whose
+/// rounds are bounded by a count of its own must use [`yield_bounded`].
 pub fn yield_now() {
     match backend() {
         Backend::Loom => loom::thread::yield_now(),
         Backend::Shuttle => shuttle::thread::yield_now(),
         Backend::Std => std::thread::yield_now(),
+        Backend::Graph => graph().yield_now(),
+    }
+}
+
+/// [`yield_now`] in a loop whose rounds are bounded by a count of its own
+/// (lockref's lockless retries): the same hint to loom, shuttle and std,
+/// but never a blocking point to an execution-graph engine, since the round
+/// after the bound takes another path.
+pub fn yield_bounded() {
+    match backend() {
+        Backend::Loom => loom::thread::yield_now(),
+        Backend::Shuttle => shuttle::thread::yield_now(),
+        Backend::Std => std::thread::yield_now(),
+        Backend::Graph => graph().yield_bounded(),
     }
 }
 
@@ -265,5 +457,6 @@ pub fn fence(o: Ordering) {
         Backend::Loom => loom::sync::atomic::fence(o),
         Backend::Shuttle => shuttle::sync::atomic::fence(o),
         Backend::Std => std::sync::atomic::fence(o),
+        Backend::Graph => graph().fence(o),
     }
 }

@@ -186,7 +186,7 @@ impl Lockref {
                 return Some(done(new));
             }
             old = seen;
-            sync::yield_now();
+            sync::yield_bounded();
         }
         None
     }
