@@ -107,6 +107,14 @@ const VARIANTS: &[Variant<Code>] = &[
         code: Code::RtSlowpathSkipsSlabRecheck,
     },
     Variant {
+        name: "retry-load-slab-skips-flush",
+        expected: Expected::Violates("conservation"),
+        witness: "retry-load-slab",
+        kernel: "mm/slub.c:___slab_alloc label retry_load_slab (v6.18) without its check of c->slab under the local lock (no flush of a slab an interrupt installed, no goto retry_load_slab; constructed mutant)",
+        about: "the task took slab0 off the node's partial list; an IRQ in the window found c->slab NULL, adopted slab1 and left its other object on c->freelist; the task installs slab0 over it, and slab1's object is on no list",
+        code: Code::RetryLoadSlabSkipsFlush,
+    },
+    Variant {
         name: "prefetch-loads-next-early",
         expected: Expected::Violates("no_wild_pointer"),
         witness: "two-tasks",
@@ -251,6 +259,15 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         generated: false,
         tier: Tier::Pr,
         plan: |_| Plan::named("exhausted"),
+    },
+    Scenario {
+        name: "retry-load-slab",
+        about: "1 CPU without a slab, slab0 (obj1, obj2) and slab1 (obj3, obj4) on the node's partial list; task: alloc (adopts a partial slab); IRQ: alloc, which can land after the task took slab0 and before it installs it, adopting slab1 itself: the task's retry_load_slab then flushes slab1 and installs slab0",
+        goals: &["adopt-partial", "retry-load-slab-flush", "load-freelist"],
+        loom_bound: None,
+        generated: false,
+        tier: Tier::Pr,
+        plan: |_| Plan::named("retry-load-slab"),
     },
     Scenario {
         name: "adopt",
@@ -669,6 +686,18 @@ impl Plan {
                     owned: vec![(1, "irq0".to_string())],
                 },
                 vec![task("T0", 0, vec![Alloc]), irq(0, vec![FreeOldest])],
+            ),
+            "retry-load-slab" => plan(
+                Setup {
+                    slab_of: vec![0, 0, 0, 1, 1],
+                    cpu_slab: vec![None],
+                    cpu_freelist: vec![vec![]],
+                    slab_freelist: vec![vec![1, 2], vec![3, 4]],
+                    node_partial: vec![0, 1],
+                    irq_freelist: vec![vec![]],
+                    owned: vec![],
+                },
+                vec![task("T0", 0, vec![Alloc]), irq(0, vec![Alloc])],
             ),
             "adopt" => plan(
                 Setup {

@@ -96,6 +96,23 @@ fn kill_vs_unlazy(_: &[u8]) -> Plan {
     )
 }
 
+/// /a/c's filesystem revalidates it (NFS-like: -ECHILD in RCU mode), so
+/// lookup_fast leaves RCU mode with try_to_unlazy_next, taking the child.
+const REVALIDATED: &[Node] = &[
+    Node::Dir("/a"),
+    Node::File("/a/c"),
+    Node::Revalidate("/a/c"),
+];
+
+fn revalidate_vs_kill(_: &[u8]) -> Plan {
+    plan(REVALIDATED, Walker::Lookup("/a/c"), &[Op::Kill("/a/c")])
+}
+
+fn rename_to_other_dir(_: &[u8]) -> Plan {
+    const TREE: &[Node] = &[Node::Dir("/a"), Node::File("/a/x"), Node::Dir("/b")];
+    plan(TREE, Walker::Lookup("/b/x"), &[Op::Rename("/a/x", "/b/x")])
+}
+
 fn umount_vs_walk(_: &[u8]) -> Plan {
     const TREE: &[Node] = &[Node::Dir("/a"), Node::Mount("/a"), Node::Dir("/a/b")];
     plan(TREE, Walker::Lookup("/a/b"), &[Op::Umount("/a")])
@@ -159,6 +176,20 @@ fn dotdot_aba(_: &[u8]) -> Plan {
     )
 }
 
+fn dotdot_rcu_vs_rename(_: &[u8]) -> Plan {
+    const TREE: &[Node] = &[
+        Node::Dir("/tmp"),
+        Node::Dir("/tmp/a"),
+        Node::Dir("/tmp/a/b"),
+        Node::Cwd("/tmp/a/b"),
+    ];
+    plan(
+        TREE,
+        Walker::Lookup(".."),
+        &[Op::Rename("/tmp/a/b", "/tmp/b"), Op::Unlink("/tmp/a")],
+    )
+}
+
 fn negative_to_positive(_: &[u8]) -> Plan {
     const TREE: &[Node] = &[Node::Dir("/a"), Node::Dir("/a/b"), Node::Negative("/a/b/c")];
     plan(TREE, Walker::RefWalk("/a/b/c"), &[Op::Create("/a/b/c")])
@@ -219,6 +250,43 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         tier: Tier::Pr,
         generated: false,
         plan: kill_vs_unlazy,
+    },
+    Scenario {
+        name: "revalidate-vs-kill",
+        about: "/a/c cached, its filesystem revalidating it (-ECHILD in RCU mode); the walker \
+                looks up /a/c (lookup_fast calls try_to_unlazy_next to take c with the path) \
+                while the actor invalidates c and drops the last reference (dentry_kill)",
+        goals: &[
+            "d_revalidate_echild",
+            "legitimized",
+            "unlazy_next_child_dead",
+            "unlazy_next_child_changed",
+        ],
+        loom_bound: Some(1),
+        tier: Tier::Pr,
+        generated: false,
+        plan: revalidate_vs_kill,
+    },
+    Scenario {
+        name: "rename-to-other-dir",
+        about: "/a/x cached, /b empty; the walker looks up /b/x while the actor renames /a/x \
+                to /b/x, keeping its name (d_move to another parent): before the rename the \
+                only x in the dcache is another directory's",
+        goals: &["legitimized", "ref_walk_restart"],
+        loom_bound: Some(1),
+        tier: Tier::Pr,
+        generated: false,
+        plan: rename_to_other_dir,
+    },
+    Scenario {
+        name: "rename-to-other-dir-deep",
+        about: "rename-to-other-dir at preemption bound 2 (deep tier: 150,216 loom executions, \
+                26 s, against 2,472 at bound 1)",
+        goals: &["legitimized", "ref_walk_restart"],
+        loom_bound: Some(2),
+        tier: Tier::Deep,
+        generated: false,
+        plan: rename_to_other_dir,
     },
     Scenario {
         name: "umount-vs-walk",
@@ -290,6 +358,17 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         tier: Tier::Deep,
         generated: false,
         plan: dotdot_aba,
+    },
+    Scenario {
+        name: "dotdot-rcu-vs-rename",
+        about: "cwd /tmp/a/b; the walker resolves .. lazily (follow_dotdot_rcu: d_parent, its \
+                seq, then b's seq re-checked) while the actor renames b to /tmp/b, keeping its \
+                name, and unlinks the emptied /tmp/a (d_delete makes it negative in place)",
+        goals: &["dotdot_seq_changed", "legitimized", "ref_walk_restart"],
+        loom_bound: Some(1),
+        tier: Tier::Pr,
+        generated: false,
+        plan: dotdot_rcu_vs_rename,
     },
     Scenario {
         name: "negative-to-positive",
@@ -382,6 +461,27 @@ const VARIANTS: &[Variant<Flavor>] = &[
         code: vfs_bug(VfsBug::MntputLegitimizeRace2018),
     },
     Variant {
+        name: "retain-dentry-keeps-unhashed",
+        expected: Expected::Violates("no_leaked_dentry"),
+        witness: "kill-vs-walk",
+        kernel: "fs/dcache.c:retain_dentry (vfs-7.3-rc5.fixes) without its d_unhashed test \
+                 (constructed mutant)",
+        about: "the final dput of an unhashed dentry keeps it at count 0 instead of killing it: \
+                d_invalidate's victim stays allocated where no lookup can find it and nothing \
+                will free it; every count still equals the references held",
+        code: vfs_bug(VfsBug::RetainDentryKeepsUnhashed),
+    },
+    Variant {
+        name: "d-lookup-rcu-skips-parent",
+        expected: Expected::Violates("walk_linearizable"),
+        witness: "rename-to-other-dir",
+        kernel: "fs/dcache.c:__d_lookup_rcu (vfs-7.3-rc5.fixes) without its d_parent comparison \
+                 (constructed mutant)",
+        about: "the RCU lookup of x in /b matches /a/x: a lookup of /b/x that ends before the \
+                rename returns x's inode, a path that did not exist yet",
+        code: vfs_bug(VfsBug::DLookupRcuSkipsParent),
+    },
+    Variant {
         name: "legitimize-skips-seq-check",
         expected: Expected::Violates("snapshot_valid"),
         witness: "unlink-vs-walk",
@@ -426,6 +526,26 @@ const VARIANTS: &[Variant<Flavor>] = &[
                 path leaves the links ungrabbed at depth > 0, and terminate_walk puts references \
                 the walk never took",
         code: bug(Bug::UnlazyPathBeforeLinks),
+    },
+    Variant {
+        name: "unlazy-next-dead-child-forgets-parent",
+        expected: Expected::Violates("refs_exact"),
+        witness: "revalidate-vs-kill",
+        kernel: "fs/namei.c:try_to_unlazy_next (vfs-7.3-rc1.misc 1c3e8cef79ea) leaving by out1 \
+                 instead of out when the child is dead (constructed mutant)",
+        about: "the parent's reference is taken, the child is found dead, and the exit NULLs \
+                nd->path.dentry: terminate_walk never puts the parent",
+        code: bug(Bug::UnlazyNextDeadChildForgetsParent),
+    },
+    Variant {
+        name: "dotdot-rcu-skips-seq-check",
+        expected: Expected::Violates("walk_linearizable"),
+        witness: "dotdot-rcu-vs-rename",
+        kernel: "fs/namei.c:follow_dotdot_rcu (vfs-7.3-rc1.misc 1c3e8cef79ea) without the \
+                 read_seqcount_retry of the dentry it leaves (constructed mutant)",
+        about: "'..' takes the d_parent it read before b was renamed away, samples that parent's \
+                seq after it was unlinked, and steps onto a negative directory: -ENOENT for '..'",
+        code: bug(Bug::DotdotRcuSkipsSeqCheck),
     },
     Variant {
         name: "rcu-lookup-takes-ref",
@@ -512,6 +632,13 @@ const INVARIANTS: &[Inv] = &[
         check: Check::EndAt(refs_exact),
     },
     Invariant {
+        name: "no_leaked_dentry",
+        about: "L4 at the end: a dentry nobody references is hashed (kept for lookups to find) or \
+                was killed; an unhashed dentry left live at count 0 can be neither found nor \
+                freed (refs_exact's count = references held accepts it: 0 = 0)",
+        check: Check::End(no_leaked_dentry),
+    },
+    Invariant {
         name: "rcu_mode",
         about: "L5: while LOOKUP_RCU is set the walk writes no refcount outside legitimization \
                 (raised; sleeping in RCU mode is might_sleep)",
@@ -544,8 +671,10 @@ impl Spec for Unlazy {
         "fs/namei.c RCU-walk → ref-walk: try_to_unlazy*, legitimize_*, d_seq, mount_lock, lockref (v7.3 merge window)";
     const LIMITS: &'static [&'static str] = &[
         "one walker and one actor thread (plus the RCU grace-period kthread): loom allows four",
-        "no dentry operations (d_revalidate, d_hash, d_compare) and no permission failures \
-         (may_lookup grants): the -ECHILD paths they take are not exercised",
+        "one dentry operation: a ->d_revalidate that answers -ECHILD in RCU mode and 'valid' \
+         in ref mode (a network filesystem's, on the dentries a scenario marks); none \
+         invalidates (returns 0) or fails, and there is no d_hash, d_compare or d_weak_revalidate; \
+         no permission failures (may_lookup grants), so may_lookup's unlazy is not exercised",
         "no automounts, d_manage, atime updates or LSM hooks; symlink bodies are relative and \
          inline",
         "renames never replace an existing name; umount is synchronous (no MNT_DETACH), one \
@@ -796,6 +925,29 @@ pub fn refs_balanced(vfs: &Vfs, holders: &[&str]) -> Result<(), Broken> {
         }
     });
     broken.map_or(Ok(()), Err)
+}
+
+fn no_leaked_dentry(w: &World) -> Result<(), String> {
+    dentries_reclaimable(&w.vfs)
+}
+
+/// For any model on the VFS, at quiescence: every live dentry at count 0
+/// is hashed. `retain_dentry` keeps only those; the final `dput` of an
+/// unhashed one kills it (dead lockref, freed after a grace period).
+pub fn dentries_reclaimable(vfs: &Vfs) -> Result<(), String> {
+    let mut leaked = None;
+    vfs.dentries.each(|d, state, de| {
+        let live = matches!(state, vfsmc_model::kernel::rcu::ObjState::Live { .. });
+        if live && de.count() == 0 && de.hashed.peek() == 0 && leaked.is_none() {
+            leaked = Some(format!(
+                "{}#{d} ({}) is unhashed at count 0 but was never killed: no lookup can find \
+                 it and no final dput will free it",
+                de.label,
+                vfsmc_model::vfs::name_of(de.d_name.peek())
+            ));
+        }
+    });
+    leaked.map_or(Ok(()), Err)
 }
 
 fn restarts_bounded(w: &World) -> Result<(), Broken> {

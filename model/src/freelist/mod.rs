@@ -95,6 +95,11 @@ pub enum Variant {
     KfreeNolockNoDefer,
     /// PREEMPT_RT with the lockless fast paths of !RT kept.
     RtLocklessFastPath,
+    /// `___slab_alloc`'s retry_load_slab installs the slab it adopted
+    /// without checking `c->slab`: a slab an interrupt installed in the
+    /// window after the task took its own, and the objects on that slab's
+    /// `c->freelist`, are written over.
+    RetryLoadSlabSkipsFlush,
     /// `flush_all` runs `__flush_cpu_slab` (meant for a dead CPU) on each
     /// live CPU from the caller's CPU instead of queueing work on it.
     RemoteFlushLiveCpu,

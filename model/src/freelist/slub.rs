@@ -411,13 +411,20 @@ impl Slub {
 
     /// mm/slub.c:___slab_alloc label retry_load_slab (v6.18): under the local
     /// lock, install frozen slab `s` as `c->slab` and load its freelist; if
-    /// an interrupt installed a slab meanwhile, take that one away first (new
-    /// tid) and deactivate it — deferred, from `kmalloc_nolock`.
+    /// an interrupt installed a slab meanwhile (it ran between this task's
+    /// get_partial and here, found `c->slab` NULL and adopted a partial slab
+    /// of its own), take that one away first (`c->slab` and `c->freelist`
+    /// NULL, new tid), deactivate it — deferred, from `kmalloc_nolock` —
+    /// and try again.
     fn retry_load_slab(&self, c: &OnCpu, s: usize, freelist: u64, allow_spin: bool) -> u64 {
         let cpu = c.this_cpu();
         let kc = &self.cpus[cpu];
         loop {
             self.local_lock_cpu_slab(c, cpu);
+            if self.variant.is(Variant::RetryLoadSlabSkipsFlush) {
+                kc.write_slab(c, Some(s));
+                return self.load_freelist(c, cpu, freelist);
+            }
             let Some(old) = kc.read_slab(c) else {
                 kc.write_slab(c, Some(s));
                 return self.load_freelist(c, cpu, freelist);

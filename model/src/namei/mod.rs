@@ -18,8 +18,8 @@
 //! thread writes is a separate engine operation.
 //!
 //! Abstracted away (the `unlazy` model's LIMITS say so to reviewers):
-//! permissions (`may_lookup` grants), `d_revalidate` and other dentry
-//! operations, automounts and `d_manage`, atime, LSM hooks, absolute
+//! permissions (`may_lookup` grants), dentry operations other than one
+//! `d_revalidate` (-ECHILD in RCU mode, valid in ref mode), automounts and `d_manage`, atime, LSM hooks, absolute
 //! symlink bodies, dfd-relative lookups (only the cwd), nd_jump_link, scoped lookups (LOOKUP_BENEATH/IN_ROOT),
 //! the heap symlink stack (two embedded levels), and chroot/chdir races
 //! (`fs->seq` is sampled but nothing writes it).
@@ -137,6 +137,18 @@ pub enum Bug {
     /// `terminate_walk` to put; failed links after a grabbed path NULL a
     /// path whose references are held.
     UnlazyPathBeforeLinks,
+    /// Constructed (issue 16 item 7): `try_to_unlazy_next` takes the
+    /// parent's reference, then finds the child dead and leaves by the
+    /// label that also forgets the parent (`goto out1` for `goto out`):
+    /// `nd->path.dentry` is NULL while its reference is held, so
+    /// `terminate_walk` never puts it.
+    UnlazyNextDeadChildForgetsParent,
+    /// Constructed (issue 16 item 7): `follow_dotdot_rcu` takes `d_parent`
+    /// and samples its seq but drops the re-check of the current dentry's
+    /// `d_seq` ("makes sure that non-RCU pathwalk could reach this state"):
+    /// a parent read before a rename moved the dentry away is stepped onto
+    /// as it is after the rename.
+    DotdotRcuSkipsSeqCheck,
 }
 
 /// A variant as the walk sees it: substrate and walk defects, if any.

@@ -294,10 +294,22 @@ impl Walk<'_> {
             return Next::Failed;
         }
         if !self.get_not_dead(dentry) {
+            self.t.tracepoint("unlazy_next_child_dead");
+            if self.flavor.has(Bug::UnlazyNextDeadChildForgetsParent) {
+                self.flavor.exit(
+                    Bug::UnlazyNextDeadChildForgetsParent,
+                    "the child was dead: the parent's reference forgotten",
+                );
+                self.nd.path.dentry = 0;
+            }
             return Next::Failed;
         }
         let de = self.vfs.dentries.get(self.t, dentry);
-        if de.d_seq.read_seqcount_retry(self.t, self.nd.next_seq) || !self.legitimize_root() {
+        if de.d_seq.read_seqcount_retry(self.t, self.nd.next_seq) {
+            self.t.tracepoint("unlazy_next_child_changed");
+            return Next::DropChild;
+        }
+        if !self.legitimize_root() {
             return Next::DropChild;
         }
         Next::Ok

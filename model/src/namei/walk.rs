@@ -273,11 +273,15 @@ impl<'a> Walk<'a> {
         self.step_into(flags, dentry)
     }
 
-    /// fs/namei.c:lookup_fast (7.3, no d_revalidate). RCU: `__d_lookup_rcu`
-    /// (child seq sampled into `next_seq`), then the parent's `d_seq` must
-    /// still be `nd->seq` (-ECHILD; a rename's false negative is fine, the
-    /// ref-walk lookup is not racy); a miss unlazies and returns NULL.
-    /// Ref-walk: `__d_lookup`, the child referenced.
+    /// fs/namei.c:lookup_fast (7.3). RCU: `__d_lookup_rcu` (child seq
+    /// sampled into `next_seq`), then the parent's `d_seq` must still be
+    /// `nd->seq` (-ECHILD; a rename's false negative is fine, the ref-walk
+    /// lookup is not racy); a miss unlazies and returns NULL. Then
+    /// `d_revalidate`: a dentry whose filesystem cannot revalidate in RCU
+    /// mode sends the walk to ref mode with `try_to_unlazy_next` (the child
+    /// referenced with it) and is revalidated again there. Ref-walk:
+    /// `__d_lookup`, the child referenced (its revalidation in ref mode
+    /// always succeeds in the model: no filesystem invalidates).
     pub(crate) fn lookup_fast(&mut self) -> Result<Option<DentryRef>, Errno> {
         let _f = self.t.enter("lookup_fast");
         let parent = self.nd.path.dentry;
@@ -306,7 +310,37 @@ impl<'a> Walk<'a> {
             self.ref_op("dget");
             self.vfs.dget(self.t, dentry);
         }
+        if self.d_revalidate(dentry).is_ok() {
+            return Ok(Some(dentry));
+        }
+        if !self.try_to_unlazy_next(dentry) {
+            return Err(Errno::ECHILD);
+        }
+        // -ECHILD: "redo it in non-rcu mode", where the model's
+        // revalidating filesystems find every dentry valid.
+        let redone = self.d_revalidate(dentry);
+        debug_assert!(redone.is_ok(), "ref-mode revalidation never fails");
         Ok(Some(dentry))
+    }
+
+    /// fs/namei.c:d_revalidate (7.3) with the one `->d_revalidate` the
+    /// model has, a network filesystem's (NFS-like, not read): it cannot
+    /// revalidate without blocking, so under LOOKUP_RCU it answers -ECHILD;
+    /// in ref mode it finds the dentry valid. A dentry without
+    /// DCACHE_OP_REVALIDATE is valid at once.
+    fn d_revalidate(&self, dentry: DentryRef) -> Result<(), Errno> {
+        if !self.vfs.dentry(dentry).d_op_revalidate {
+            return Ok(());
+        }
+        if self.nd.rcu() {
+            self.t.tracepoint("d_revalidate_echild");
+            self.t.note(
+                "->d_revalidate({}) under LOOKUP_RCU: -ECHILD",
+                &[crate::vfs::Vfs::dentry_val(dentry)],
+            );
+            return Err(Errno::ECHILD);
+        }
+        Ok(())
     }
 
     /// fs/namei.c:lookup_slow / __lookup_slow (7.3; ref-walk only): under
@@ -647,7 +681,11 @@ impl<'a> Walk<'a> {
         let parent = de.d_parent.read_once_ptr(self.t);
         let pd = self.vfs.dentries.get(self.t, parent);
         self.nd.next_seq = pd.d_seq.read_seqcount_begin(self.t);
+        if self.flavor.has(Bug::DotdotRcuSkipsSeqCheck) {
+            return Ok(parent);
+        }
         if de.d_seq.read_seqcount_retry(self.t, self.nd.seq) {
+            self.t.tracepoint("dotdot_seq_changed");
             return Err(Errno::ECHILD);
         }
         Ok(parent)

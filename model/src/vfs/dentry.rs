@@ -15,7 +15,7 @@
 //! `__d_lookup_rcu` loads the chain once, then checks each candidate's seq,
 //! parent, name and hashed state in that order.
 
-use crate::kernel::atomic::Atomic;
+use crate::kernel::atomic::{smp_rmb, Atomic};
 use crate::kernel::lockref::{Lockref, LockrefGuard};
 use crate::kernel::seqcount::SeqCount;
 use crate::kernel::task::Task;
@@ -98,6 +98,10 @@ pub struct Dentry {
     pub d_seq: SeqCount,
     pub d_lockref: Lockref,
     pub hashed: Atomic,
+    /// DCACHE_OP_REVALIDATE: its filesystem gives it a `->d_revalidate`
+    /// (`d_set_d_op`, before anyone can see the dentry). Constant for the
+    /// dentry's life, so the walk reads it without a step.
+    pub d_op_revalidate: bool,
 }
 
 impl Dentry {
@@ -142,6 +146,7 @@ impl Dentry {
                 count,
             ),
             hashed: Atomic::new(format!("{label}.hashed"), u64::from(hashed)),
+            d_op_revalidate: false,
         }
     }
 
@@ -201,7 +206,12 @@ impl Vfs {
         for d in (1..64u64).filter(|d| chain >> d & 1 == 1) {
             let de = self.dentries.get(t, d);
             let seq = de.d_seq.raw_seqcount_begin(t);
-            if de.d_parent.read_once(t) != parent || de.d_name.read_once(t) != name {
+            let other_dir = if self.has(VfsBug::DLookupRcuSkipsParent) {
+                false
+            } else {
+                de.d_parent.read_once(t) != parent
+            };
+            if other_dir || de.d_name.read_once(t) != name {
                 continue;
             }
             if de.hashed.read_once(t) == 0 {
@@ -333,9 +343,19 @@ impl Vfs {
         }
     }
 
-    /// fs/dcache.c:retain_dentry (v7.3, reduced): a hashed dentry is kept
-    /// in the cache at count 0; an unhashed one is killed.
+    /// fs/dcache.c:retain_dentry (v7.3, reduced to its first test): a
+    /// hashed dentry is kept in the cache at count 0; an unhashed one is
+    /// killed, since no lookup could ever find it again (DCACHE_DISCONNECTED,
+    /// ->d_delete, DCACHE_DONTCACHE and the LRU are not modelled). The
+    /// `smp_rmb()` first: called without `d_lock` (fast_dput, right after
+    /// `lockref_put_return`), it orders the read of the hash state after
+    /// the count the put read, so an unhash done under `d_lock` before the
+    /// put that count came from is seen.
     fn retain_dentry(&self, t: &Task, de: &Dentry) -> bool {
+        smp_rmb(t);
+        if self.has(VfsBug::RetainDentryKeepsUnhashed) {
+            return true;
+        }
         de.hashed.read_once(t) != 0
     }
 

@@ -24,8 +24,9 @@
 //! with subclasses as `DENTRY_D_LOCK_NESTED`), `rename_lock`, `mount_lock`,
 //! `i_rwsem`, `namespace_sem`; lockdep's order check covers them all.
 //!
-//! Abstracted away (see each model's `LIMITS`): dentry operations
-//! (`d_revalidate`, `d_hash`, `d_compare`), permissions (`may_lookup` always
+//! Abstracted away (see each model's `LIMITS`): dentry operations but one
+//! `d_revalidate` a scenario can give a dentry (`d_hash`, `d_compare`,
+//! invalidation by `d_revalidate`), permissions (`may_lookup` always
 //! grants), automounts and `d_manage`, atime, lazy umount, mount
 //! propagation, the LRU and shrinkers, inode freeing (inodes live for the
 //! whole execution), and hash collisions (one chain per name).
@@ -135,6 +136,15 @@ pub enum VfsBug {
     /// after its increment and undoes nothing under `mount_lock`;
     /// `mntput_no_expire` has no barrier after taking it.
     MntputLegitimizeRace2018,
+    /// `retain_dentry` without its `d_unhashed` test (constructed): the
+    /// final `dput` of an unhashed dentry keeps it at count 0 instead of
+    /// killing it, where no lookup can find it and nothing will free it.
+    RetainDentryKeepsUnhashed,
+    /// `__d_lookup_rcu` without its `d_parent` comparison (constructed):
+    /// any hashed dentry of the name matches, whichever directory holds it
+    /// (the model's hash has one chain per name, the kernel's one per
+    /// parent and name, where the same slip shows on a hash collision).
+    DLookupRcuSkipsParent,
 }
 
 /// `fs_struct`: the task's root and cwd under `fs->seq`.

@@ -40,6 +40,12 @@ pub enum Node {
     /// A directory the filesystem holds but the dcache does not; its
     /// children (nodes under it) are on disk only too.
     UncachedDir(&'static str),
+    /// The existing dentry at this path has a `->d_revalidate` that cannot
+    /// run in RCU mode (DCACHE_OP_REVALIDATE, as a network filesystem's
+    /// dentries have): it asks for ref mode (-ECHILD under LOOKUP_RCU) and
+    /// finds the dentry valid there. Dentries `->lookup` makes later have
+    /// none.
+    Revalidate(&'static str),
     /// A magic link like `/proc/thread-self`: its body is the name of the
     /// resolving task's identity, a sibling directory (`/proc/1`). The
     /// ghost namespace holds the body the modelled process's tasks see.
@@ -67,6 +73,7 @@ struct DentrySpec {
     inode: u64,
     flags: u64,
     count: i32,
+    revalidate: bool,
 }
 
 struct MountSpec {
@@ -113,6 +120,7 @@ impl Layout {
             inode,
             flags: d_flags_for(kind),
             count: 0,
+            revalidate: false,
         });
         if parent != 0 {
             self.hold_dentry(intern("d_parent"), parent);
@@ -129,6 +137,7 @@ impl Layout {
             inode: 0,
             flags: DCACHE_MISS_TYPE,
             count: 0,
+            revalidate: false,
         });
         self.hold_dentry(intern("d_parent"), parent);
     }
@@ -206,10 +215,17 @@ impl Layout {
                 self.delegated.push(inode);
                 return;
             }
+            Node::Revalidate(p) => {
+                let d = self.find(root, &components(p)).dentry;
+                self.dentries[d as usize - 1].revalidate = true;
+                return;
+            }
             _ => {}
         }
         let (path, kind, body) = match node {
-            Node::Cwd(_) | Node::Delegated(_) => unreachable!("handled above"),
+            Node::Cwd(_) | Node::Delegated(_) | Node::Revalidate(_) => {
+                unreachable!("handled above")
+            }
             Node::Dir(p) | Node::Mount(p) | Node::Negative(p) | Node::UncachedDir(p) => {
                 (p, Kind::Dir, Vec::new())
             }
@@ -347,14 +363,16 @@ impl Vfs {
             if hashed {
                 chains[d.name as usize] |= 1 << me;
             }
-            vfs.dentries.prealloc(Dentry::with_state(
+            let mut de = Dentry::with_state(
                 me,
                 d.label,
                 d.name,
                 d.parent,
                 d.count,
                 (d.inode, d.flags, hashed),
-            ));
+            );
+            de.d_op_revalidate = d.revalidate;
+            vfs.dentries.prealloc(de);
         }
         vfs.buckets = chains
             .iter()

@@ -126,8 +126,9 @@ impl Reference {
             let done = match *node {
                 Node::Dir(p) | Node::UncachedDir(p) => r.create(p, Body::Dir(BTreeMap::new())),
                 Node::File(p) | Node::Uncached(p) => r.create(p, Body::File),
-                // A delegation changes no answer of a lookup.
-                Node::Delegated(_) => Ok(()),
+                // Neither a delegation nor a revalidating filesystem (valid
+                // in ref mode) changes an answer of a lookup.
+                Node::Delegated(_) | Node::Revalidate(_) => Ok(()),
                 Node::Symlink(p, body) => r.create(p, Body::Symlink(split(body))),
                 // /proc/thread-self as the process's own tasks resolve it.
                 Node::SelfLink(p) => r.create(p, Body::Symlink(vec![SUBMITTER_DIR])),
