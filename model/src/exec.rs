@@ -199,11 +199,10 @@ pub(crate) struct State {
     /// The RCU-sched words (`kernel::task`) of this execution, created when
     /// it starts, before any thread: every thread's later accesses happen
     /// after their creation.
+    /// Word `i` belongs to the task in trace column `i`.
     pub sched_rcu: Vec<Arc<sync::AtomicU64>>,
-    /// The trace column of each task that claimed a word, in word order.
-    pub sched_rcu_owners: Vec<u8>,
-    /// Claims of RCU-sched words, ordered against grace periods (see
-    /// [`sched_rcu_claimed`]); created with the words.
+    /// Claims of RCU-sched words, one bit per trace column, ordered against
+    /// grace periods (see [`sched_rcu_claimed`]); created with the words.
     pub sched_rcu_claims: Option<Arc<sync::AtomicU64>>,
     /// Where grace periods sleep until a task leaves its RCU-sched region;
     /// created with the words.
@@ -219,7 +218,6 @@ impl State {
         self.sched_rcu.clear();
         self.sched_rcu
             .extend((0..MAX_TASKS).map(|_| Arc::new(sync::AtomicU64::new(0))));
-        self.sched_rcu_owners.clear();
         self.sched_rcu_claims = Some(Arc::new(sync::AtomicU64::new(0)));
         self.sched_rcu_wake = Some(Arc::new((sync::Mutex::new(), sync::Condvar::new())));
         self.threads.clear();
@@ -290,7 +288,6 @@ impl Exec {
             dirtied: Vec::with_capacity(64),
             lock_edges: Vec::with_capacity(32),
             sched_rcu: Vec::with_capacity(MAX_TASKS),
-            sched_rcu_owners: Vec::with_capacity(MAX_TASKS),
             sched_rcu_claims: None,
             sched_rcu_wake: None,
             frozen: false,
@@ -402,32 +399,30 @@ pub fn atomic_section() -> Section {
     Section(Some(exec))
 }
 
-/// The next unclaimed RCU-sched word (`kernel::task`) of this execution,
-/// now owned by the task in trace column `column`.
+/// The RCU-sched word (`kernel::task`) of the task in trace column
+/// `column`: the word is the column's, so which word a task uses never
+/// depends on the order tasks were created in.
 ///
 /// # Panics
 /// When an execution creates more tasks than [`MAX_TASKS`].
 pub(crate) fn claim_sched_rcu(column: u8) -> Arc<sync::AtomicU64> {
-    with_current(|e| {
-        e.with_state(|s| {
-            let i = s.sched_rcu_owners.len();
-            assert!(
-                i < MAX_TASKS,
-                "more than {MAX_TASKS} tasks in one execution"
-            );
-            s.sched_rcu_owners.push(column);
-            s.sched_rcu[i].clone()
-        })
-    })
+    let i = usize::from(column);
+    assert!(
+        i < MAX_TASKS,
+        "more than {MAX_TASKS} tasks in one execution"
+    );
+    with_current(|e| e.with_state(|s| s.sched_rcu[i].clone()))
 }
 
-/// Orders a task's first RCU-sched region after every grace period whose
-/// claims RMW came first (see [`sched_rcu_claimed`]). Done at the first
-/// region, not when the task is created: an RMW of one shared word by every
-/// new task would make loom order all task starts against each other.
-pub(crate) fn sync_sched_rcu_claim() {
+/// Claims the word of the task in trace column `column` for grace periods:
+/// sets its bit in the claims word with a read-modify-write, ordered after
+/// every grace period whose RMW of the claims word came first (see
+/// [`sched_rcu_claimed`]). Done at the task's first region, not when it is
+/// created: an RMW of one shared word by every new task would make loom
+/// order all task starts against each other.
+pub(crate) fn sync_sched_rcu_claim(column: u8) {
     let claims = with_current(|e| e.with_state(claims_word));
-    claims.fetch_add(1, sync::Ordering::AcqRel);
+    claims.fetch_or(1 << column, sync::Ordering::AcqRel);
 }
 
 fn claims_word(s: &mut State) -> Arc<sync::AtomicU64> {
@@ -448,22 +443,24 @@ pub(crate) fn sched_rcu_wake() -> Arc<(sync::Mutex, sync::Condvar)> {
     })
 }
 
-/// The RCU-sched words claimed so far, with their owners' trace columns,
-/// after a read-modify-write of the claims word: a task that claims one
-/// later reads this grace period's RMW there and sees everything before it
-/// (the scheme of `kernel::rcu`'s reader slots).
+/// The RCU-sched words claimed so far, with their owners' trace columns:
+/// the bits a read-modify-write of the claims word reads. A task that
+/// claims one later reads this grace period's RMW there and sees
+/// everything before it (the scheme of `kernel::rcu`'s reader slots). The
+/// words follow from the value read, never from ghost state, so an engine
+/// that replays an execution graph sees the same accesses.
 pub(crate) fn sched_rcu_claimed() -> Vec<(u8, Arc<sync::AtomicU64>)> {
-    let claims = with_current(|e| e.with_state(claims_word));
-    claims.fetch_add(0, sync::Ordering::AcqRel);
-    with_current(|e| {
-        e.with_state(|s| {
-            s.sched_rcu_owners
-                .iter()
-                .copied()
-                .zip(s.sched_rcu.iter().cloned())
-                .collect()
+    let (claims, words) = with_current(|e| e.with_state(|s| (claims_word(s), s.sched_rcu.clone())));
+    let mask = claims.fetch_or(0, sync::Ordering::AcqRel);
+    (0..MAX_TASKS)
+        .filter(|&i| mask & (1 << i) != 0)
+        .map(|i| {
+            (
+                u8::try_from(i).expect("MAX_TASKS fits a column"),
+                words[i].clone(),
+            )
         })
-    })
+        .collect()
 }
 
 /// Registers an invariant checked after every step of this execution. It must

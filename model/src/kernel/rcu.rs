@@ -58,8 +58,9 @@ use crate::kernel::task::Task;
 use crate::sync::{self, Ordering};
 use crate::trace::{intern, Context, Effect, Name, Show, Val};
 
-/// Reader slots per RCU domain: loom allows 4 spawned threads plus main.
-const MAX_READERS: usize = 8;
+/// Reader slots per RCU domain, one per trace column: as many as the tasks
+/// one execution may create (`exec`'s bound).
+const MAX_READERS: usize = 12;
 
 type Callback = Box<dyn FnOnce(&Task) + Send>;
 
@@ -110,16 +111,20 @@ pub enum RcuFlavor {
 
 struct Domain {
     flavor: RcuFlavor,
-    /// Per reader: odd while inside a read-side section, bumped by 2 per section.
+    /// Per reader, slot `i` for the task in trace column `i`: odd while
+    /// inside a read-side section, bumped by 2 per section.
     readers: Vec<sync::AtomicU64>,
-    /// The thread (trace column) of each reader slot in use.
+    /// The trace columns that claimed their slot (ghost: only a task
+    /// itself adds its own column, so whether it did depends on its own
+    /// history alone).
     names: GhostMutex<Vec<u8>>,
-    /// Claims of reader slots, ordered against grace periods: a task's
-    /// first section claims its slot (ghost) and then RMWs this word; a
-    /// grace period RMWs it and then reads the claims. Either the grace
-    /// period sees the claim (and orders itself on that slot) or the
-    /// claimer's RMW reads the grace period's and sees everything before it.
-    /// So a grace period touches only the slots in use.
+    /// Claims of reader slots, one bit per trace column, ordered against
+    /// grace periods: a task's first section sets its bit with an RMW; a
+    /// grace period RMWs the word and visits the slots whose bits it read.
+    /// Either the grace period sees the claim (and orders itself on that
+    /// slot) or the claimer's RMW reads the grace period's and sees
+    /// everything before it. So a grace period touches only the slots in
+    /// use, and which ones follows from the value it read.
     claims: sync::AtomicU64,
     /// Pending callbacks, each with its `queued` ticket.
     callbacks: GhostMutex<Vec<(u64, Callback)>>,
@@ -184,20 +189,17 @@ impl Rcu {
     /// The task's reader slot, claimed (see [`Domain::claims`]) on its first
     /// section.
     fn slot(&self, t: &Task) -> usize {
-        let claimed = {
+        let slot = usize::from(t.id());
+        assert!(slot < MAX_READERS, "too many RCU readers in one scenario");
+        {
             let mut names = ghost(&self.0.names);
-            if let Some(i) = names.iter().position(|&n| n == t.id()) {
-                return i;
+            if names.contains(&t.id()) {
+                return slot;
             }
-            assert!(
-                names.len() < MAX_READERS,
-                "too many RCU readers in one scenario"
-            );
             names.push(t.id());
-            names.len() - 1
-        };
-        self.0.claims.fetch_add(1, Ordering::AcqRel);
-        claimed
+        }
+        self.0.claims.fetch_or(1 << slot, Ordering::AcqRel);
+        slot
     }
 
     /// rcu_read_lock: enter a read-side critical section (nestable).
@@ -305,9 +307,11 @@ impl Rcu {
         // The slots in use (a later claimer synchronises with this grace
         // period through `claims`), each with a read-modify-write that
         // changes nothing: ordered against the reader's entry and exit.
-        self.0.claims.fetch_add(0, Ordering::AcqRel);
-        let readers = ghost(&self.0.names).clone();
-        for (r, owner) in self.0.readers.iter().zip(readers) {
+        let claimed = self.0.claims.fetch_or(0, Ordering::AcqRel);
+        for (owner, r) in (0u8..).zip(&self.0.readers) {
+            if claimed & (1 << owner) == 0 {
+                continue;
+            }
             let v = r.fetch_add(0, Ordering::AcqRel);
             if Self::sleep_for_reader(r, v, &self.0.wake_lock, &self.0.wake) {
                 waited |= 1 << owner;

@@ -334,7 +334,7 @@ impl Task {
         let old = {
             let _s = atomic_section();
             if now && !self.sched_rcu_synced.replace(true) {
-                exec::sync_sched_rcu_claim();
+                exec::sync_sched_rcu_claim(self.id());
             }
             let order = if now {
                 Ordering::AcqRel
