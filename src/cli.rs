@@ -203,7 +203,7 @@ struct CheckArgs {
     variant: Option<String>,
     #[arg(long)]
     scenario: Option<String>,
-    /// Engine(s): loom, random, pct, dfs, stress, a comma-separated list, or all.
+    /// Engine(s): loom, random, pct, dfs, stress, optimal, optimal-sc, a comma-separated list, or all.
     #[arg(long, default_value = "loom,pct")]
     engine: String,
     #[command(flatten)]
@@ -252,7 +252,7 @@ struct ReviewArgs {
     /// both variants apply to).
     #[arg(long)]
     scenario: Option<String>,
-    /// Engine(s): loom, random, pct, dfs, stress, a comma-separated list, or all.
+    /// Engine(s): loom, random, pct, dfs, stress, optimal, optimal-sc, a comma-separated list, or all.
     #[arg(long, default_value = "loom,pct")]
     engine: String,
     #[command(flatten)]
@@ -1442,6 +1442,7 @@ fn bench_throughput(
     for engine in EngineKind::ALL {
         let mut c = Check::new(m, v, s, engine).with_budget(budget);
         c.budget.iterations = budget.iterations.min(a.throughput_iterations);
+        c.budget.optimal_cap = Some(c.budget.iterations);
         let (r, secs) = timed(&c);
         out.push_str(&format!(
             "{}/{} [{}] {engine}: {} executions in {:.3}s = {:.0}/s ({}, exhaustive: {})\n",

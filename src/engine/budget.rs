@@ -39,6 +39,10 @@ pub struct Budget {
     pub split_depth: usize,
     /// loom: search only this part of the subtrees (`vfsmc check --split`).
     pub part: Option<super::Part>,
+    /// optimal: stop after this many executions (then not exhaustive).
+    pub optimal_cap: Option<usize>,
+    /// optimal: events one execution may add before it is a livelock.
+    pub optimal_max_events: usize,
     /// Collect a fingerprint of every execution explored (the split's
     /// soundness test compares the sets); no flag or variable sets it.
     pub fingerprints: bool,
@@ -63,6 +67,8 @@ impl Default for Budget {
             shrink_max_depth: 3,
             split_depth: 3,
             part: None,
+            optimal_cap: None,
+            optimal_max_events: 100_000,
             fingerprints: false,
             recording: true,
         }
@@ -131,10 +137,12 @@ pub enum Knob {
     ShrinkIterations,
     ShrinkMaxDepth,
     SplitDepth,
+    OptimalCap,
+    OptimalMaxEvents,
 }
 
 impl Knob {
-    pub const ALL: [Knob; 11] = [
+    pub const ALL: [Knob; 13] = [
         Knob::Iterations,
         Knob::Seed,
         Knob::MaxPreemptions,
@@ -146,6 +154,8 @@ impl Knob {
         Knob::ShrinkIterations,
         Knob::ShrinkMaxDepth,
         Knob::SplitDepth,
+        Knob::OptimalCap,
+        Knob::OptimalMaxEvents,
     ];
 
     /// Its environment variable.
@@ -162,6 +172,8 @@ impl Knob {
             Knob::ShrinkIterations => "VFSMC_SHRINK_ITERATIONS",
             Knob::ShrinkMaxDepth => "VFSMC_SHRINK_MAX_DEPTH",
             Knob::SplitDepth => "VFSMC_SPLIT_DEPTH",
+            Knob::OptimalCap => "VFSMC_OPTIMAL_CAP",
+            Knob::OptimalMaxEvents => "VFSMC_OPTIMAL_MAX_EVENTS",
         }
     }
 
@@ -209,6 +221,13 @@ impl Knob {
             Knob::SplitDepth => {
                 "choice points of a --split loom search whose every alternative it enumerates: \
                  its subtrees are dealt to the parts"
+            }
+            Knob::OptimalCap => {
+                "executions of an optimal search before it stops, no longer exhaustive; unset: \
+                 no cap"
+            }
+            Knob::OptimalMaxEvents => {
+                "events one optimal execution may add before it is reported as a livelock"
             }
         }
     }
@@ -271,6 +290,8 @@ impl Knob {
             Knob::ShrinkIterations => budget.shrink_iterations = n,
             Knob::ShrinkMaxDepth => budget.shrink_max_depth = n,
             Knob::SplitDepth => budget.split_depth = n,
+            Knob::OptimalCap => budget.optimal_cap = Some(n),
+            Knob::OptimalMaxEvents => budget.optimal_max_events = n,
         }
     }
 
@@ -289,6 +310,8 @@ impl Knob {
             Knob::ShrinkIterations => budget.shrink_iterations.to_string(),
             Knob::ShrinkMaxDepth => budget.shrink_max_depth.to_string(),
             Knob::SplitDepth => budget.split_depth.to_string(),
+            Knob::OptimalCap => opt(budget.optimal_cap),
+            Knob::OptimalMaxEvents => budget.optimal_max_events.to_string(),
         }
     }
 

@@ -16,6 +16,7 @@
 
 mod budget;
 mod loom;
+mod optimal;
 mod shuttle;
 mod stress;
 
@@ -161,15 +162,19 @@ pub enum EngineKind {
     Pct,
     Dfs,
     Stress,
+    Optimal,
+    OptimalSc,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 5] = [
+    pub const ALL: [EngineKind; 7] = [
         EngineKind::Loom,
         EngineKind::Random,
         EngineKind::Pct,
         EngineKind::Dfs,
         EngineKind::Stress,
+        EngineKind::Optimal,
+        EngineKind::OptimalSc,
     ];
 
     /// The engine this name stands for.
@@ -180,6 +185,8 @@ impl EngineKind {
             EngineKind::Pct => &shuttle::Pct,
             EngineKind::Dfs => &shuttle::Dfs,
             EngineKind::Stress => &stress::Stress,
+            EngineKind::Optimal => &optimal::Optimal(optimal::Model::Rc11),
+            EngineKind::OptimalSc => &optimal::Optimal(optimal::Model::Sc),
         }
     }
 
@@ -256,6 +263,9 @@ pub struct Exploration {
     pub subtrees: usize,
     /// With `Budget::fingerprints`: one per execution of the search's own.
     pub fingerprints: Option<BTreeSet<u64>>,
+    /// Executions that ended with a thread waiting on what a revisit will
+    /// change (optimal; counted among `executions`).
+    pub blocked: usize,
     /// The space under the stated bound was explored completely.
     pub exhaustive: bool,
     /// loom: the preemption bound of the deciding run (`None`: unbounded).
