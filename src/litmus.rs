@@ -512,7 +512,7 @@ impl Events {
                 for a in &c.args {
                     self.expr(a);
                 }
-                let loc = c.args.first().and_then(loc_name);
+                let loc = c.loc_arg().and_then(loc_name);
                 if let Some(Expr::Deref(inner, _)) = c.args.first() {
                     if let Expr::Name(r, _) = &**inner {
                         if self.once_regs.contains(r) {

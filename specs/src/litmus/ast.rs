@@ -166,6 +166,30 @@ pub struct Call {
     pub pos: Pos,
 }
 
+impl Call {
+    /// The argument naming the location: the second for the kernel's
+    /// `atomic_add(i, v)` family (operand first), else the first.
+    pub fn loc_arg(&self) -> Option<&Expr> {
+        match self.func {
+            Func::Rmw {
+                op, implicit: None, ..
+            } if op != RmwOp::Set => self.args.get(1),
+            _ => self.args.first(),
+        }
+    }
+
+    /// The operand of an RMW with one (`atomic_add(i, v)`, `xchg(p, v)`).
+    pub fn operand(&self) -> Option<&Expr> {
+        match self.func {
+            Func::Rmw {
+                op, implicit: None, ..
+            } if op != RmwOp::Set => self.args.first(),
+            Func::Rmw { implicit: None, .. } => self.args.get(1),
+            _ => None,
+        }
+    }
+}
+
 /// How an RMW or a marked access is ordered (the `_relaxed`, `_acquire`,
 /// `_release` suffixes; no suffix on a value-returning RMW is full).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -620,11 +620,15 @@ impl<'a> Interp<'a> {
                 order,
                 implicit,
             } => {
-                let l = self.loc_arg(&c.args[0], pos);
-                let d = match implicit {
-                    Some(d) => d as u64,
-                    None => self.eval(&c.args[1]),
+                let (Some(loc), operand) = (c.loc_arg(), c.operand()) else {
+                    self.fail(pos, format!("{} without a location", c.name))
                 };
+                let d = match (implicit, operand) {
+                    (Some(d), _) => d as u64,
+                    (None, Some(e)) => self.eval(e),
+                    (None, None) => self.fail(pos, format!("{} without an operand", c.name)),
+                };
+                let l = self.loc_arg(loc, pos);
                 let arith = match op {
                     RmwOp::Add => RmwArith::Add(d),
                     RmwOp::Sub => RmwArith::Sub(d),
