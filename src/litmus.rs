@@ -314,9 +314,9 @@ fn judge_program(mut j: Judged, p: &Arc<Program>, opts: Options) -> Result<Judge
             None => j.verdict = Verdict::Stronger,
         }
     } else if !allows(exp) && allows(obs) {
-        let why = needs
-            .iter()
-            .find(|n| matches!(n, Need::LkmmOrdering(_)) && engine.blind_to(**n));
+        let why = needs.iter().find(|n| {
+            matches!(n, Need::LkmmOrdering(_) | Need::AtomicRmw(_)) && engine.blind_to(**n)
+        });
         match why {
             Some(n) => {
                 j.verdict = Verdict::NotApplicable;
@@ -361,6 +361,9 @@ const UNLOCK_LOCK: &str = "po-unlock-lock-po: a thread unlocks one lock and then
      LKMM orders accesses across that, C11 orders nothing across an unlock and a later lock";
 const LOCK_CUMUL: &str = "lock cumulativity: a thread outside the critical sections observes \
      their stores; LKMM orders them for it, C11 only for a thread that takes the lock";
+const RMW_SPLIT: &str = "an RMW and an atomic_set of one location in different threads: loom \
+     can order the plain store between the RMW's read and its write (tokio-rs/loom#254, #389), \
+     which C11 and LKMM both forbid";
 const ADDR_DEP: &str = "an address dependency from a READ_ONCE load: LKMM orders the access \
      through the loaded pointer, a C11 relaxed load orders nothing";
 
@@ -374,7 +377,9 @@ pub fn needs(t: &Test) -> Vec<Need> {
     let mut unlock_lock = false;
     let mut locked_threads = 0;
     let mut addr_dep = false;
-    for th in &t.threads {
+    let (mut rmw_locs, mut set_locs): (Vec<(usize, String)>, Vec<(usize, String)>) =
+        (vec![], vec![]);
+    for (i, th) in t.threads.iter().enumerate() {
         let mut ev = Events::default();
         ev.stmts(&th.body);
         uses_sil |= ev.sil;
@@ -383,6 +388,8 @@ pub fn needs(t: &Test) -> Vec<Need> {
         if ev.locks {
             locked_threads += 1;
         }
+        rmw_locs.extend(ev.rmws.iter().map(|l| (i, l.clone())));
+        set_locs.extend(ev.sets.iter().map(|l| (i, l.clone())));
         reads_then_writes.push((ev.read_before_write, ev.writes_after_read));
     }
     if uses_sil {
@@ -399,6 +406,12 @@ pub fn needs(t: &Test) -> Vec<Need> {
     }
     if addr_dep {
         out.push(Need::LkmmOrdering(ADDR_DEP));
+    }
+    if rmw_locs
+        .iter()
+        .any(|(i, l)| set_locs.iter().any(|(j, m)| i != j && l == m))
+    {
+        out.push(Need::AtomicRmw(RMW_SPLIT));
     }
     out
 }
@@ -441,6 +454,9 @@ struct Events {
     /// Registers loaded with READ_ONCE.
     once_regs: Vec<String>,
     addr_dep: bool,
+    /// Locations of RMWs and of atomic_set.
+    rmws: Vec<String>,
+    sets: Vec<String>,
 }
 
 fn loc_name(e: &Expr) -> Option<String> {
@@ -522,8 +538,14 @@ impl Events {
                 }
                 match c.func {
                     Func::Load(_) => self.read(loc),
-                    Func::Store(_) => self.write(loc),
+                    Func::Store(_) => {
+                        if c.name.starts_with("atomic_set") {
+                            self.sets.extend(loc.clone());
+                        }
+                        self.write(loc)
+                    }
                     Func::Rmw { .. } | Func::Cmpxchg(_) | Func::AddUnless { .. } => {
+                        self.rmws.extend(loc.clone());
                         self.read(loc.clone());
                         self.write(loc);
                     }

@@ -708,6 +708,14 @@ impl Parser {
                 return self.decl(out);
             }
         }
+        // `r = e;` declares r if it is new (herd7 takes undeclared
+        // registers on the left of '=').
+        if let (Some(Tok::Ident(n)), Some(Tok::Punct("="))) = (self.peek(), self.peek_at(1)) {
+            if !self.regs.contains(n) && !self.params.contains(n) && !TYPES.contains(&n.as_str()) {
+                let n = n.clone();
+                self.regs.push(n);
+            }
+        }
         let e = self.expr()?;
         if self.is_punct("=") {
             self.i += 1;
@@ -787,14 +795,15 @@ impl Parser {
                 self.unsupported(pos, format!("the array '{name}'"));
                 self.skip_balanced("[", "]");
             }
+            // In scope in its own initialiser, as in C.
+            if !self.regs.contains(&name) {
+                self.regs.push(name.clone());
+            }
             let init = if self.eat("=") {
                 Some(self.expr()?)
             } else {
                 None
             };
-            if !self.regs.contains(&name) {
-                self.regs.push(name.clone());
-            }
             out.push(Stmt::Decl { name, init, pos });
             if self.eat(",") {
                 continue;
@@ -1170,20 +1179,22 @@ fn resolve(test: &mut Test) -> Result<(), ReadError> {
             }
         }
     }
+    // `p=&a` with `a` never named elsewhere: `a` is a location too.
+    let targets: Vec<String> = test
+        .locations
+        .iter()
+        .filter_map(|l| match &l.init {
+            Value::Addr(a) if test.location(a).is_none() => Some(a.clone()),
+            _ => None,
+        })
+        .collect();
+    for a in targets {
+        Parser::add_location(test, &a, LocKind::Word, None);
+    }
     if let Some(f) = &test.filter {
         check(f, test, &regs_of)?;
     }
     check(&test.cond, test, &regs_of)?;
-    for l in &test.locations {
-        if let Value::Addr(a) = &l.init {
-            if test.location(a).is_none() {
-                // `p=y` with y never named elsewhere: y is a location too.
-                let a = a.clone();
-                Parser::add_location(test, &a, LocKind::Word, None);
-                return resolve(test);
-            }
-        }
-    }
     Ok(())
 }
 
