@@ -330,7 +330,7 @@ struct LitmusArgs {
     #[arg(long, default_value = "loom")]
     engine: EngineKind,
     /// Executions per search before a file is reported n/a as capped.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 1_000_000)]
     cap: usize,
 }
 

@@ -115,13 +115,10 @@ fn expected_override(file: &Path) -> Option<(String, String)> {
         if l.starts_with('#') || l.is_empty() {
             return None;
         }
-        let mut parts = l.splitn(3, char::is_whitespace);
-        let (f, w, why) = (
-            parts.next()?,
-            parts.next()?,
-            parts.next().unwrap_or("").trim(),
-        );
-        (f == name).then(|| (w.to_string(), why.to_string()))
+        let mut parts = l.split_whitespace();
+        let (f, w) = (parts.next()?, parts.next()?);
+        let why = parts.collect::<Vec<_>>().join(" ");
+        (f == name).then(|| (w.to_string(), why))
     })
 }
 
@@ -168,7 +165,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             engine: EngineKind::Loom,
-            cap: 100_000,
+            cap: 1_000_000,
         }
     }
 }
