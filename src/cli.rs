@@ -1663,30 +1663,6 @@ fn diff(model: &str, a: &str, b: &str, scenario: Option<&str>) -> Out<i32> {
     Ok(0)
 }
 
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::Tally;
-
-    #[test]
-    fn the_tally_line_counts_and_times_in_minutes_and_seconds() {
-        let t = Tally {
-            matched: 170,
-            differ: 3,
-            not_judged: 22,
-        };
-        assert_eq!(
-            t.line(Duration::from_millis(125_900)),
-            "170 match, 3 differ, 22 n/a in 2:05"
-        );
-        assert_eq!(
-            Tally::default().line(Duration::from_secs(3_600)),
-            "0 match, 0 differ, 0 n/a in 60:00"
-        );
-    }
-}
-
 /// `vfsmc litmus`: per file a line (or a JSON object), then one summary
 /// line per directory and the total.
 fn litmus(a: LitmusArgs) -> Out<i32> {
@@ -1753,4 +1729,28 @@ fn litmus(a: LitmusArgs) -> Out<i32> {
     } else {
         0
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::Tally;
+
+    #[test]
+    fn the_tally_line_counts_and_times_in_minutes_and_seconds() {
+        let t = Tally {
+            matched: 170,
+            differ: 3,
+            not_judged: 22,
+        };
+        assert_eq!(
+            t.line(Duration::from_millis(125_900)),
+            "170 match, 3 differ, 22 n/a in 2:05"
+        );
+        assert_eq!(
+            Tally::default().line(Duration::from_secs(3_600)),
+            "0 match, 0 differ, 0 n/a in 60:00"
+        );
+    }
 }

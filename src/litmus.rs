@@ -374,8 +374,8 @@ pub fn needs(t: &Test) -> Vec<Need> {
     let mut unlock_lock = false;
     let mut locked_threads = 0;
     let mut addr_dep = false;
-    let (mut rmw_locs, mut set_locs): (Vec<(usize, String)>, Vec<(usize, String)>) =
-        (vec![], vec![]);
+    let mut rmw_locs: Vec<(usize, String)> = vec![];
+    let mut set_locs: Vec<(usize, String)> = vec![];
     for (i, th) in t.threads.iter().enumerate() {
         let mut ev = Events::default();
         ev.stmts(&th.body);

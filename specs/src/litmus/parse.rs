@@ -761,7 +761,7 @@ impl Parser {
                 Tok::Punct("{") => {
                     let open = self.toks[self.i - 1].1;
                     let mut scratch = Vec::new();
-                    let _ = self.block_body_into(open, &mut scratch)?;
+                    self.block_body_into(open, &mut scratch)?;
                     if depth <= 0 {
                         if self.is_ident("while") {
                             continue;
@@ -826,10 +826,7 @@ impl Parser {
 
     fn binary(&mut self, min: u8) -> Result<Expr, ReadError> {
         let mut lhs = self.unary()?;
-        loop {
-            let Some(Tok::Punct(p)) = self.peek() else {
-                break;
-            };
+        while let Some(Tok::Punct(p)) = self.peek() {
             let (prec, op) = match *p {
                 "||" => (1, BinOp::LogOr),
                 "&&" => (2, BinOp::LogAnd),
@@ -1205,11 +1202,7 @@ fn collect_regs(body: &[Stmt], out: &mut Vec<String>) {
             | Stmt::Assign {
                 target: Target::Reg(name, _),
                 ..
-            } => {
-                if !out.contains(name) {
-                    out.push(name.clone());
-                }
-            }
+            } if !out.contains(name) => out.push(name.clone()),
             Stmt::If { then, els, .. } => {
                 collect_regs(then, out);
                 collect_regs(els, out);
