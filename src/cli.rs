@@ -151,6 +151,13 @@ enum Command {
     /// Executions per second, executions explored, runs and time to first
     /// failure, per engine. Numbers are printed, never asserted.
     Bench(BenchArgs),
+    /// Read litmus tests in herd7's C dialect (files, or directories
+    /// walked for *.litmus), run each on the kernel primitives and judge
+    /// the `Result:` line: agree, stronger (vfsmc forbids what LKMM
+    /// allows), weaker (vfsmc allows what LKMM forbids), n/a (with the
+    /// reason) or unsupported (with the construct). Exit 1 on any weaker or
+    /// stronger, 2 on a malformed file.
+    Litmus(LitmusArgs),
     /// Side-by-side cost counters of two variants (sequential execution).
     Diff {
         model: String,
@@ -309,6 +316,24 @@ struct BenchArgs {
     format: TableFormat,
 }
 
+#[derive(clap::Args)]
+struct LitmusArgs {
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = TableFormat::Text)]
+    format: TableFormat,
+    /// Files judged at once [default: the available cores].
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<usize>,
+    /// loom (weak memory, the default) or pct (sequentially consistent;
+    /// a sampling engine, so a Never it reports is not a proof).
+    #[arg(long, default_value = "loom")]
+    engine: EngineKind,
+    /// Executions per search before a file is reported n/a as capped.
+    #[arg(long, default_value_t = 1_000_000)]
+    cap: usize,
+}
+
 /// Bad input: printed with its context, exit 2.
 struct BadInput(String);
 
@@ -350,6 +375,7 @@ pub fn main() -> i32 {
         Command::Replay { files, format } => replay(&files, format),
         Command::Merge { files } => merge(&files),
         Command::Bench(a) => bench(a),
+        Command::Litmus(a) => litmus(a),
         Command::Diff {
             model,
             a,
@@ -1636,6 +1662,74 @@ fn diff(model: &str, a: &str, b: &str, scenario: Option<&str>) -> Out<i32> {
         println!();
     }
     Ok(0)
+}
+
+/// `vfsmc litmus`: per file a line (or a JSON object), then one summary
+/// line per directory and the total.
+fn litmus(a: LitmusArgs) -> Out<i32> {
+    use crate::litmus::{collect, judge_all, Options, Tally};
+    let files = collect(&a.paths).map_err(BadInput)?;
+    let jobs = a
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let opts = Options {
+        engine: a.engine,
+        cap: a.cap,
+    };
+    let results = judge_all(&files, opts, jobs);
+    let mut dirs: std::collections::BTreeMap<String, Tally> = std::collections::BTreeMap::new();
+    let mut total = Tally::default();
+    let (mut malformed, mut failed) = (false, false);
+    for (f, r) in files.iter().zip(&results) {
+        let dir = f
+            .parent()
+            .map_or(String::from("."), |d| d.display().to_string());
+        dirs.entry(dir).or_default().add(r);
+        total.add(r);
+        match r {
+            Ok(j) => {
+                failed |= j.fails();
+                match a.format {
+                    TableFormat::Text => println!("{}", j.text()),
+                    TableFormat::Json => println!("{}", j.json()),
+                }
+            }
+            Err(e) => {
+                malformed = true;
+                eprintln!("vfsmc: {e}");
+                if a.format == TableFormat::Json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"file": f.display().to_string(), "result": null,
+                            "observed": null, "verdict": "malformed", "reason": e})
+                    );
+                }
+            }
+        }
+    }
+    match a.format {
+        TableFormat::Text => {
+            for (d, t) in &dirs {
+                println!("{d}: {}", t.text());
+            }
+            println!("total: {}", total.text());
+        }
+        TableFormat::Json => {
+            let by_dir: serde_json::Map<String, serde_json::Value> =
+                dirs.iter().map(|(d, t)| (d.clone(), t.json())).collect();
+            println!(
+                "{}",
+                serde_json::json!({"summary": by_dir, "total": total.json()})
+            );
+        }
+    }
+    Ok(if malformed {
+        2
+    } else if failed {
+        1
+    } else {
+        0
+    })
 }
 
 #[cfg(test)]

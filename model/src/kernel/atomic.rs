@@ -536,6 +536,142 @@ impl Atomic {
     }
 }
 
+/// The ordering suffix of a kernel RMW: `_relaxed`, `_acquire`,
+/// `_release`, or none (fully ordered when it returns a value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RmwOrder {
+    Relaxed,
+    Acquire,
+    Release,
+    Full,
+}
+
+/// The arithmetic of [`Atomic::rmw_ordered`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RmwArith {
+    Add(u64),
+    Sub(u64),
+    And(u64),
+    Or(u64),
+    AndNot(u64),
+    /// `xchg`: the operand replaces the value.
+    Set(u64),
+}
+
+impl RmwArith {
+    fn apply(self, old: u64) -> u64 {
+        match self {
+            RmwArith::Add(d) => old.wrapping_add(d),
+            RmwArith::Sub(d) => old.wrapping_sub(d),
+            RmwArith::And(b) => old & b,
+            RmwArith::Or(b) => old | b,
+            RmwArith::AndNot(b) => old & !b,
+            RmwArith::Set(v) => v,
+        }
+    }
+}
+
+impl Atomic {
+    /// Any of the kernel's RMW families (`atomic_fetch_add_acquire`,
+    /// `xchg_release`, `atomic_inc`…) by its arithmetic and ordering suffix,
+    /// recorded as `what`; returns the old value. `Full` is the
+    /// value-returning RMW of the module table (fences around an `AcqRel`
+    /// RMW); `_acquire` and `_release` are `Acquire` and `Release` RMWs,
+    /// `_relaxed` a `Relaxed` one, as LKMM and C11 both order them.
+    pub fn rmw_ordered(
+        &self,
+        t: &Task,
+        what: &'static str,
+        order: RmwOrder,
+        arith: RmwArith,
+    ) -> u64 {
+        let o = match order {
+            RmwOrder::Full => {
+                return self.rmw(
+                    t,
+                    true,
+                    what,
+                    |a, o| a.fetch_update_with(o, arith),
+                    |old| arith.apply(old),
+                )
+            }
+            RmwOrder::Relaxed => Ordering::Relaxed,
+            RmwOrder::Acquire => Ordering::Acquire,
+            RmwOrder::Release => Ordering::Release,
+        };
+        t.engine_op();
+        let _s = atomic_section();
+        t.cost(Counter::AtomicRmw, 1);
+        let old = self.word.fetch_update_with(o, arith);
+        let v = arith.apply(old);
+        self.set_ghost(v);
+        t.step(Effect::Rmw {
+            op: what,
+            var: self.name,
+            old: self.val(old),
+            new: self.val(v),
+        });
+        old
+    }
+
+    /// `cmpxchg` with an ordering suffix, recorded as `what`; returns the
+    /// value seen. `Full` and `Relaxed` are [`Atomic::cmpxchg`] and
+    /// [`Atomic::cmpxchg_relaxed`]; `_acquire` and `_release` order only a
+    /// successful exchange (a failure is a relaxed load, as in LKMM).
+    pub fn cmpxchg_ordered(
+        &self,
+        t: &Task,
+        what: &'static str,
+        order: RmwOrder,
+        old: u64,
+        new: u64,
+    ) -> u64 {
+        let succ = match order {
+            RmwOrder::Full => return self.cas(t, true, old, new, what, Counter::AtomicRmw),
+            RmwOrder::Relaxed => return self.cas(t, false, old, new, what, Counter::AtomicRmw),
+            RmwOrder::Acquire => Ordering::Acquire,
+            RmwOrder::Release => Ordering::Release,
+        };
+        t.engine_op();
+        let _s = atomic_section();
+        t.cost(Counter::AtomicRmw, 1);
+        let r = self
+            .word
+            .compare_exchange(old, new, succ, Ordering::Relaxed);
+        if r.is_ok() {
+            self.set_ghost(new);
+        }
+        t.step(self.cas_effect(what, old, new, r));
+        r.unwrap_or_else(|seen| seen)
+    }
+}
+
+/// The facade's atomics as one `fetch_*` by [`RmwArith`].
+trait FetchWith {
+    fn fetch_update_with(&self, o: Ordering, arith: RmwArith) -> u64;
+}
+
+impl FetchWith for sync::AtomicU64 {
+    fn fetch_update_with(&self, o: Ordering, arith: RmwArith) -> u64 {
+        match arith {
+            RmwArith::Add(d) => self.fetch_add(d, o),
+            RmwArith::Sub(d) => self.fetch_sub(d, o),
+            RmwArith::And(b) => self.fetch_and(b, o),
+            RmwArith::Or(b) => self.fetch_or(b, o),
+            RmwArith::AndNot(b) => self.fetch_and(!b, o),
+            RmwArith::Set(v) => self.swap(v, o),
+        }
+    }
+}
+
+/// A full barrier recorded under its kernel name (`smp_mb__before_atomic`,
+/// `smp_mb__after_unlock_lock`, `smp_mb__after_srcu_read_unlock`): a
+/// `SeqCst` fence, like [`smp_mb`].
+pub fn full_barrier_as(t: &Task, what: &'static str) {
+    t.cost(Counter::FullBarrier, 1);
+    barrier_step(t, Ordering::SeqCst, what);
+}
+
 fn barrier_step(t: &Task, o: Ordering, what: &'static str) {
     t.engine_op();
     let _s = atomic_section();

@@ -146,6 +146,9 @@ struct Domain {
     wake: sync::Condvar,
     /// Ghost: completed grace periods.
     gp_seq: GhostU64,
+    /// Ghost: per task, how deep it is in this domain's SRCU read-side
+    /// sections (SRCU nests per `srcu_struct`, not per task).
+    srcu_depth: GhostMutex<Vec<(u8, u32)>>,
 }
 
 /// One RCU domain with its reader announcements and pending callbacks. A
@@ -183,6 +186,7 @@ impl Rcu {
             wake_lock: sync::Mutex::new(),
             wake: sync::Condvar::new(),
             gp_seq: GhostU64::new(0),
+            srcu_depth: GhostMutex::new(Vec::new()),
         }))
     }
 
@@ -244,6 +248,68 @@ impl Rcu {
         t.step(Effect::RcuRead { func, lock: false });
     }
 
+    /// srcu_read_lock on this domain as one `srcu_struct`: the reader slot
+    /// of [`Rcu::rcu_read_lock`], nested per domain (so sections of two
+    /// `srcu_struct`s may overlap without nesting, and an RCU section does
+    /// not count as one). Returns the index `srcu_read_unlock` takes (0: the
+    /// model has one reader slot per task, not the kernel's two).
+    pub fn srcu_read_lock(&self, t: &Task) -> u64 {
+        let depth = self.srcu_nesting(t, 1);
+        if depth == 1 {
+            t.engine_op();
+            let _s = exec::atomic_section();
+            self.0.readers[self.slot(t)].fetch_add(1, Ordering::Acquire);
+        }
+        t.step(Effect::RcuRead {
+            func: "srcu_read_lock",
+            lock: true,
+        });
+        0
+    }
+
+    /// srcu_read_unlock: leave this domain's SRCU read-side section.
+    pub fn srcu_read_unlock(&self, t: &Task) {
+        if self.srcu_nesting(t, 0) == 0 {
+            t.violation("rcu_balance", "srcu_read_unlock without srcu_read_lock");
+        }
+        let depth = self.srcu_nesting(t, -1);
+        if depth == 0 {
+            t.engine_op();
+            let old = {
+                let _s = exec::atomic_section();
+                self.0.readers[self.slot(t)].fetch_add(1, Ordering::Release)
+            };
+            if old >> WAITER_SHIFT != 0 {
+                wake_grace_periods(&self.0.wake_lock, &self.0.wake);
+            }
+        }
+        t.step(Effect::RcuRead {
+            func: "srcu_read_unlock",
+            lock: false,
+        });
+    }
+
+    /// synchronize_srcu: the grace period of this domain alone (its readers,
+    /// never the tasks with preemption disabled, which SRCU does not wait
+    /// for).
+    pub fn synchronize_srcu(&self, t: &Task) {
+        self.grace_period_of(t, "synchronize_srcu", false);
+    }
+
+    /// Adds `by` to the task's SRCU nesting in this domain; the new depth.
+    fn srcu_nesting(&self, t: &Task, by: i32) -> u32 {
+        let mut d = ghost(&self.0.srcu_depth);
+        let i = match d.iter().position(|(id, _)| *id == t.id()) {
+            Some(i) => i,
+            None => {
+                d.push((t.id(), 0));
+                d.len() - 1
+            }
+        };
+        d[i].1 = d[i].1.saturating_add_signed(by);
+        d[i].1
+    }
+
     /// rcu_read_lock_sched (= preempt_disable; waited for by synchronize_rcu).
     pub fn rcu_read_lock_sched(&self, t: &Task) {
         t.set_preempt_count(t.preempt_count() + 1);
@@ -300,6 +366,12 @@ impl Rcu {
     /// (`synchronize_rcu`; `rcu_gp_kthread` and `rcu_barrier` wait for the
     /// callbacks' grace period the same way).
     fn grace_period(&self, t: &Task, func: &'static str) {
+        self.grace_period_of(t, func, self.0.flavor == RcuFlavor::Kernel);
+    }
+
+    /// A grace period that waits for the domain's readers and, with
+    /// `sched`, for every other task's RCU-sched word.
+    fn grace_period_of(&self, t: &Task, func: &'static str, sched: bool) {
         t.might_sleep(func, None);
         t.engine_op();
         sync::fence(Ordering::SeqCst);
@@ -317,7 +389,7 @@ impl Rcu {
                 waited |= 1 << owner;
             }
         }
-        if self.0.flavor == RcuFlavor::Kernel {
+        if sched {
             // The same on every other task's RCU-sched word (`kernel::task`).
             let wake = exec::sched_rcu_wake();
             for (owner, word) in exec::sched_rcu_claimed() {

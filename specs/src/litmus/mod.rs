@@ -52,6 +52,10 @@
 //! without the two barriers (the code before that commit, not read here)
 //! both sides can miss each other.
 
+pub mod ast;
+pub mod interp;
+pub mod parse;
+
 use std::sync::{Arc, LazyLock, Mutex};
 
 use vfsmc_model::exec;
