@@ -71,25 +71,26 @@ fn entry_path(dir: &Path, key: &str) -> PathBuf {
     dir.join(format!("{:016x}.json", fnv1a(key.as_bytes())))
 }
 
-/// The cached report of `c`, if `dir` holds one.
-pub fn load(dir: &Path, c: &Check) -> Option<Report> {
+/// The cached report of `c`, if `dir` holds one; `Err` with the warning
+/// to print (by the caller, once no search mutes stderr) when the entry
+/// cannot be read.
+pub fn load(dir: &Path, c: &Check) -> Result<Option<Report>, String> {
     let key = key_text(c);
     let path = entry_path(dir, &key);
-    let text = fs::read_to_string(&path).ok()?;
+    let Ok(text) = fs::read_to_string(&path) else {
+        return Ok(None);
+    };
     match parse(&text, &key) {
         Ok(Some(mut r)) => {
             r.expected = c.variant.expected;
             r.cached = true;
-            Some(r)
+            Ok(Some(r))
         }
-        Ok(None) => None,
-        Err(why) => {
-            eprintln!(
-                "vfsmc: ignoring unreadable cache entry {}: {why}",
-                path.display()
-            );
-            None
-        }
+        Ok(None) => Ok(None),
+        Err(why) => Err(format!(
+            "vfsmc: ignoring unreadable cache entry {}: {why}",
+            path.display()
+        )),
     }
 }
 
@@ -122,9 +123,11 @@ fn keeps(r: &Report) -> bool {
 /// Keeps `r`, the report of `c`, in `dir` (written whole, then renamed, so
 /// a reader never sees half an entry). A write that fails is a note on
 /// stderr: the review has its report either way.
-pub fn store(dir: &Path, c: &Check, r: &Report) {
+/// Keeps `r` for `c` in `dir` if it is a proof; `Err` with the warning to
+/// print when it cannot be written.
+pub fn store(dir: &Path, c: &Check, r: &Report) -> Result<(), String> {
     if !keeps(r) {
-        return;
+        return Ok(());
     }
     let key = key_text(c);
     let entry = json!({
@@ -138,8 +141,8 @@ pub fn store(dir: &Path, c: &Check, r: &Report) {
         .and_then(|()| fs::File::create(&tmp))
         .and_then(|mut f| f.write_all(entry.to_string().as_bytes()))
         .and_then(|()| fs::rename(&tmp, &path));
-    if let Err(e) = written {
+    written.map_err(|e| {
         let _ = fs::remove_file(&tmp);
-        eprintln!("vfsmc: could not write cache entry {}: {e}", path.display());
-    }
+        format!("vfsmc: could not write cache entry {}: {e}", path.display())
+    })
 }

@@ -328,25 +328,33 @@ const OUTCOMES: [(Need, &str); 6] = [
     ),
 ];
 
-/// Runs `checks` on the request's workers; their reports in order.
+/// Runs `checks` on the request's workers; their reports in order. The
+/// cache's warnings are printed once every search ended: while one runs,
+/// the process's stderr may be muted (`crate::quiet`).
 fn run_all(req: &Request, checks: &[Check]) -> Vec<Report> {
     let jobs = req.jobs.min(checks.len()).max(1);
-    let _line = (jobs > 1).then(|| crate::progress::Meter::items("vfsmc review", checks.len()));
+    let line = (jobs > 1).then(|| crate::progress::Meter::items("vfsmc review", checks.len()));
     let mut out = Vec::with_capacity(checks.len());
+    let warnings = std::sync::Mutex::new(Vec::new());
+    let warn = |w: String| warnings.lock().unwrap_or_else(|p| p.into_inner()).push(w);
     let search = |i: usize| {
         let c = &checks[i];
         let dir = req.cache.as_deref();
-        if let Some(r) = dir.and_then(|d| crate::cache::load(d, c)) {
-            crate::progress::item_done();
-            return r;
+        match dir.map(|d| crate::cache::load(d, c)) {
+            Some(Ok(Some(r))) => {
+                crate::progress::item_done();
+                return r;
+            }
+            Some(Err(w)) => warn(w),
+            Some(Ok(None)) | None => {}
         }
         let line = (jobs == 1).then(|| crate::progress::Meter::start(c.label()));
         let r = c
             .run_guarded()
             .expect("a review searches, it does not replay a schedule");
         drop(line);
-        if let Some(d) = dir {
-            crate::cache::store(d, c, &r);
+        if let Some(Err(w)) = dir.map(|d| crate::cache::store(d, c, &r)) {
+            warn(w);
         }
         crate::progress::item_done();
         r
@@ -355,6 +363,10 @@ fn run_all(req: &Request, checks: &[Check]) -> Vec<Report> {
         out.push(r);
         true
     });
+    drop(line);
+    for w in warnings.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        eprintln!("{w}");
+    }
     out
 }
 
