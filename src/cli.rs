@@ -225,10 +225,12 @@ struct CheckArgs {
     /// --format json output with `vfsmc merge`.
     #[arg(long, value_name = "I/N")]
     shard: Option<String>,
-    /// loom: split each search into N parts by its schedule prefix (the
-    /// subtrees below its first --split-depth choice points, dealt out k mod
-    /// N), run on N workers unless --jobs says otherwise; with --shard, the
-    /// parts are items like any other, so N machines divide one search.
+    /// loom and optimal: split each search into N parts (loom: the subtrees
+    /// below its first --split-depth choice points; optimal: the subtrees of
+    /// the execution graphs at choice depth VFSMC_OPTIMAL_SPLIT_DEPTH; dealt
+    /// out k mod N), run on N workers unless --jobs says otherwise; with
+    /// --shard, the parts are items like any other, so N machines divide one
+    /// search.
     #[arg(long, value_name = "N", default_value_t = 1)]
     split: usize,
     /// Replay this shuttle schedule (as printed by a failing check).

@@ -109,7 +109,8 @@ pub fn samples(engine: EngineKind) -> bool {
 /// Whether one search of `engine` can be split into parts by its schedule
 /// prefix.
 pub fn splits(engine: EngineKind) -> bool {
-    engine.engine().reads(Knob::SplitDepth)
+    let e = engine.engine();
+    e.reads(Knob::SplitDepth) || e.reads(Knob::OptimalSplitDepth)
 }
 
 /// Every item of `checks`, numbered: each sampling check once per seed of

@@ -136,3 +136,42 @@ fn every_part_reports_the_same_subtrees_and_probes_the_others() {
         assert!(r.probes > 0 && r.probes < subtrees, "{}", r.summary());
     }
 }
+
+/// An optimal search split at a choice depth is the unsplit search,
+/// partitioned: the parts' own executions are disjoint, together they are
+/// exactly the unsplit search's, and the combined verdict is the unsplit
+/// one (two holding rows, a bug).
+#[test]
+fn the_parts_of_an_optimal_search_partition_the_unsplit_one() {
+    let rows = [
+        ("fdtable", "current", "churn", 12, 3),
+        ("freelist", "classic", "slowpath", 4, 2),
+        ("litmus", "MP+poonceonces", "litmus", 2, 2),
+    ];
+    for (model, variant, scenario, depth, n) in rows {
+        let mut c = check(model, variant, scenario);
+        c.engine = EngineKind::Optimal;
+        c.budget.optimal_split_depth = depth;
+        let whole = c.run().unwrap();
+        let what = format!("{model}/{variant} [{scenario}] in {n} parts at depth {depth}");
+        let r = split_report(&c, n);
+        assert_eq!(
+            (r.verdict, &r.invariant),
+            (whole.verdict, &whole.invariant),
+            "{what}"
+        );
+        if whole.verdict != Verdict::Holds {
+            continue;
+        }
+        let (unsplit, all) = fingerprints(&c);
+        let mut union = BTreeSet::new();
+        let mut total = 0;
+        for k in 0..n {
+            let (executions, seen) = fingerprints(&part(&c, k, n));
+            total += executions;
+            union.extend(seen);
+        }
+        assert_eq!(total, unsplit, "{what}: executions");
+        assert_eq!(union, all, "{what}: fingerprints");
+    }
+}

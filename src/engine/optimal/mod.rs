@@ -65,7 +65,11 @@ impl Engine for Optimal {
     }
 
     fn knobs(&self) -> &'static [Knob] {
-        &[Knob::OptimalCap, Knob::OptimalMaxEvents]
+        &[
+            Knob::OptimalCap,
+            Knob::OptimalMaxEvents,
+            Knob::OptimalSplitDepth,
+        ]
     }
 
     fn replay(&self) -> Replay {
@@ -103,6 +107,12 @@ fn explore_here(model: Model, budget: &Budget, body: Body) -> Exploration {
     let col = Collector::new(budget);
     let session = lock(&col).session.clone();
     let rt = Runtime::new(model, budget.optimal_max_events);
+    rt.st.borrow_mut().search.split = budget.part.map(|p| trust::Split {
+        index: p.index,
+        count: p.count,
+        depth: budget.optimal_split_depth,
+        subtrees: 0,
+    });
     let main = {
         let session = session.clone();
         move || {
@@ -125,10 +135,15 @@ fn explore_here(model: Model, budget: &Budget, body: Body) -> Exploration {
         let outcome = rt.run(&main);
         match outcome {
             Outcome::Complete | Outcome::Blocked => {
+                let own = rt.st.borrow().search.owns_current();
                 let mut c = lock(&col);
-                c.executions += 1;
-                blocked += usize::from(matches!(outcome, Outcome::Blocked));
-                c.collect(&session, false);
+                if own {
+                    c.executions += 1;
+                    blocked += usize::from(matches!(outcome, Outcome::Blocked));
+                } else {
+                    c.probes += 1;
+                }
+                c.collect(&session, !own);
             }
             Outcome::Moot => {}
             Outcome::Panicked(payload) => {
@@ -148,11 +163,13 @@ fn explore_here(model: Model, budget: &Budget, body: Body) -> Exploration {
             break;
         }
     });
+    let subtrees = rt.st.borrow().search.split.map_or(0, |s| s.subtrees);
     let c = lock(&col);
     Exploration {
         exhaustive: !capped && failure.is_none(),
         failure,
         blocked,
+        subtrees,
         ..c.exploration()
     }
 }

@@ -42,9 +42,30 @@ pub enum Item {
     Revisit { r: Pos, w: Pos },
 }
 
+/// An item with the choice depth of the graph that left it (how many
+/// items were taken on the path from the first graph to it).
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    item: Item,
+    depth: usize,
+}
+
 struct Frame {
     g: Graph,
-    items: Vec<Item>,
+    items: Vec<Pending>,
+}
+
+/// Part `index` of `count` of a split search: the subtrees rooted at choice
+/// depth `depth` are numbered in the order the search takes them (the same
+/// in every part, which all explore what lies above that depth) and the
+/// part takes those numbered `index` modulo `count`.
+#[derive(Clone, Copy, Debug)]
+pub struct Split {
+    pub index: usize,
+    pub count: usize,
+    pub depth: usize,
+    /// Subtrees numbered so far.
+    pub subtrees: usize,
 }
 
 /// The search's path: the current graph is the top frame's.
@@ -54,6 +75,9 @@ pub struct Search {
     /// Set when the graph being built violates atomicity: the execution
     /// stops and counts for nothing.
     pub moot: bool,
+    /// The choice depth of the current graph.
+    depth: usize,
+    pub split: Option<Split>,
 }
 
 /// What a read of the runtime returned.
@@ -70,6 +94,31 @@ impl Search {
                 items: Vec::new(),
             }],
             moot: false,
+            depth: 0,
+            split: None,
+        }
+    }
+
+    /// Whether the current execution is this part's own: every execution
+    /// of an unsplit search; above the split depth (which every part
+    /// explores), the first part's.
+    pub fn owns_current(&self) -> bool {
+        match self.split {
+            Some(s) if self.depth < s.depth => s.index == 0,
+            _ => true,
+        }
+    }
+
+    /// Whether a split search leaves the next subtree at depth `depth` to
+    /// another part (numbering it either way).
+    fn others_subtree(&mut self, depth: usize) -> bool {
+        match &mut self.split {
+            Some(s) if depth == s.depth => {
+                let n = s.subtrees;
+                s.subtrees += 1;
+                n % s.count != s.index
+            }
+            _ => false,
         }
     }
 
@@ -90,7 +139,8 @@ impl Search {
     }
 
     fn push_item(&mut self, item: Item) {
-        self.top_mut().items.push(item);
+        let depth = self.depth;
+        self.top_mut().items.push(Pending { item, depth });
     }
 
     /// The ordering an access runs with under the search's model.
@@ -301,11 +351,15 @@ impl Search {
             let Some(frame) = self.frames.last_mut() else {
                 return false;
             };
-            let Some(item) = frame.items.pop() else {
+            let Some(next) = frame.items.pop() else {
                 self.frames.pop();
                 continue;
             };
-            if self.apply(item, locs) {
+            if self.others_subtree(next.depth + 1) {
+                continue;
+            }
+            self.depth = next.depth + 1;
+            if self.apply(next.item, locs) {
                 return true;
             }
         }
