@@ -14,6 +14,8 @@
 //! `Model::Sc` runs every access and fence as SeqCst, so happens-before is
 //! porf and the candidate sets are those of sequential consistency.
 
+use std::collections::BTreeMap;
+
 use super::graph::{Graph, Label, Loc, Pos, View};
 
 /// The memory model a search follows.
@@ -135,37 +137,59 @@ fn psc_acyclic(g: &Graph) -> bool {
     let fences_only = sc
         .iter()
         .all(|&p| matches!(g.label(p), Label::Fence { .. }));
-    let edge = |a: Pos, b: Pos| {
-        if fences_only {
-            fence_edge(g, a, b)
-        } else {
-            psc_edge(g, a, b)
+    if fences_only {
+        let reach: Vec<FenceReach> = sc.iter().map(|&f| FenceReach::of(g, f)).collect();
+        return acyclic(sc.len(), |i, j| {
+            i != j && (hb_has(g, sc[i], sc[j]) || reach[i].eco_before(&reach[j]))
+        });
+    }
+    acyclic(sc.len(), |i, j| psc_edge(g, sc[i], sc[j]))
+}
+
+/// What an SC fence reaches in extended coherence: per location, the
+/// eco-earliest access hb-after it and the eco-latest access hb-before it.
+/// Computed once per fence, so the pairs cost a merge each.
+struct FenceReach {
+    after: BTreeMap<Loc, (usize, u8)>,
+    before: BTreeMap<Loc, (usize, u8)>,
+}
+
+impl FenceReach {
+    fn of(g: &Graph, f: Pos) -> FenceReach {
+        let mut after: BTreeMap<Loc, (usize, u8)> = BTreeMap::new();
+        let mut before: BTreeMap<Loc, (usize, u8)> = BTreeMap::new();
+        for e in g.positions() {
+            let Some((loc, key)) = eco_key(g, e) else {
+                continue;
+            };
+            if e != f && g.event(e).hb.has(f) {
+                after
+                    .entry(loc)
+                    .and_modify(|k| *k = (*k).min(key))
+                    .or_insert(key);
+            }
+            if hb_has(g, e, f) {
+                before
+                    .entry(loc)
+                    .and_modify(|k| *k = (*k).max(key))
+                    .or_insert(key);
+            }
         }
-    };
-    acyclic(sc.len(), |i, j| edge(sc[i], sc[j]))
+        FenceReach { after, before }
+    }
+
+    /// `hb;eco;hb` from this fence to `other`: something after this one
+    /// is eco-before something before `other`.
+    fn eco_before(&self, other: &FenceReach) -> bool {
+        self.after
+            .iter()
+            .any(|(loc, k)| other.before.get(loc).is_some_and(|b| k < b))
+    }
 }
 
 /// `[F];(hb ∪ hb;eco;hb);[F]` between SC fences `a` and `b`.
 fn fence_edge(g: &Graph, a: Pos, b: Pos) -> bool {
-    if a == b {
-        return false;
-    }
-    if hb_has(g, a, b) {
-        return true;
-    }
-    let after: Vec<_> = g
-        .positions()
-        .filter(|&e| e != a && g.event(e).hb.has(a))
-        .filter_map(|e| eco_key(g, e))
-        .collect();
-    let before: Vec<_> = g
-        .positions()
-        .filter(|&e| hb_has(g, e, b))
-        .filter_map(|e| eco_key(g, e))
-        .collect();
-    after
-        .iter()
-        .any(|(l1, k1)| before.iter().any(|(l2, k2)| l1 == l2 && k1 < k2))
+    a != b && (hb_has(g, a, b) || FenceReach::of(g, a).eco_before(&FenceReach::of(g, b)))
 }
 
 /// RC11's `psc = psc_base ∪ psc_F` between SC events `a` and `b`:
