@@ -710,8 +710,10 @@ fn release_part(o: Ordering) -> Ordering {
 /// the thread's latest earlier read of that location read. Such a round
 /// ends a spin that would go the same way again, so the thread waits for a
 /// write a revisit may bring instead. A round that read something new (a
-/// cmpxchg loop that saw another count) goes on. The first round never
-/// counts: where its loop started is unknown.
+/// cmpxchg loop that saw another count) goes on, and so does a round that
+/// read nothing (it acts on what the round before learned: a failed
+/// `atomic_inc_not_zero` leaving its loop for the caller's retry). The
+/// first round never counts: where its loop started is unknown.
 fn spins_without_news(g: &Graph, t: Tid) -> bool {
     let evs = &g.threads[t];
     let Some(y) = evs.iter().rposition(|e| matches!(e.label, Label::Yield)) else {
@@ -723,11 +725,13 @@ fn spins_without_news(g: &Graph, t: Tid) -> bool {
             _ => None,
         })
     };
-    evs[y + 1..].iter().all(|e| match e.label {
-        Label::Write { .. } | Label::Create { .. } => false,
-        Label::Read { loc, rf, .. } => read_before(loc) == Some(rf),
-        _ => true,
-    })
+    let round = &evs[y + 1..];
+    round.iter().any(|e| matches!(e.label, Label::Read { .. }))
+        && round.iter().all(|e| match e.label {
+            Label::Write { .. } | Label::Create { .. } => false,
+            Label::Read { loc, rf, .. } => read_before(loc) == Some(rf),
+            _ => true,
+        })
 }
 
 /// The events to replay: in the order they were added, except that an
