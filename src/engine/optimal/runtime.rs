@@ -40,6 +40,7 @@ enum Op {
         succ: Ordering,
         fail: Ordering,
     },
+    Fence(Ordering),
     Lock(Loc),
     Unlock(Loc),
     Await(Loc, u64),
@@ -291,6 +292,58 @@ impl Runtime {
         None
     }
 
+    /// Takes `op`, an operation that is never a point where another thread
+    /// runs (nor is it under loom: creating an atomic, a mutex or a
+    /// condvar, a fence), where the thread is: model code may create an
+    /// object's words while it holds ghost state (a slab's), and the
+    /// operation before a fence, the fence and the ghost update after them
+    /// stay one step in every replay.
+    fn inline(&self, op: Op) -> u64 {
+        let (t, replaying) = {
+            let st = self.st.borrow();
+            let t = st.cur;
+            (
+                t,
+                st.replaying && st.threads.cursor[t] < st.search.graph().len(t),
+            )
+        };
+        if replaying {
+            return self.inline_replay(t, &op);
+        }
+        let mut st = self.st.borrow_mut();
+        let Step::Value(v) = st.add_op(t, op) else {
+            unreachable!("an allocation or a fence never waits")
+        };
+        st.threads.cursor[t] = st.search.graph().len(t);
+        v
+    }
+
+    /// [`Runtime::inline`] in a replay: the graph's next event of `t`.
+    fn inline_replay(&self, t: Tid, op: &Op) -> u64 {
+        let (label, at) = {
+            let st = self.st.borrow();
+            let at = st.threads.cursor[t];
+            (*st.search.graph().label(Pos::new(t, at)), at)
+        };
+        let result = match (op, label) {
+            (Op::Alloc(init), Label::Alloc { loc }) => {
+                self.name_loc(t, loc, *init).map(|()| loc as u64)
+            }
+            (Op::Fence(_), Label::Fence { .. }) => Ok(0),
+            _ => Err(format!(
+                "the graph has {label:?} where thread {t} asks for {}",
+                op_name(op)
+            )),
+        };
+        let mut st = self.st.borrow_mut();
+        st.threads.cursor[t] = at + 1;
+        result.unwrap_or_else(|why| {
+            st.stuck
+                .get_or_insert(format!("model_panic: not deterministic: {why}"));
+            0
+        })
+    }
+
     /// Replays the event at `p` from its thread's pending operation.
     fn replay_op(&self, p: Pos, cos: &mut Vec<Option<Coroutine>>) -> Result<(), String> {
         let t = p.tid();
@@ -317,9 +370,6 @@ impl Runtime {
                 _ => replay_match(&op, label, next, g, &st.locs)?,
             }
         };
-        if let (Op::Alloc(init), Label::Alloc { loc }) = (&op, label) {
-            self.name_loc(t, loc, *init)?;
-        }
         let mut st = self.st.borrow_mut();
         st.threads.cursor[t] += taken;
         st.threads.result[t] = result;
@@ -571,6 +621,11 @@ impl State {
                 }
                 Step::Value(r.value)
             }
+            Op::Fence(o) => {
+                let ord = self.search.ord(o);
+                self.search.add(t, Label::Fence { ord }, n);
+                Step::Value(0)
+            }
             Op::Lock(loc) => self.lock(t, loc),
             Op::Unlock(loc) => {
                 self.search.add_write(t, loc, Ordering::Release, 0, n);
@@ -743,8 +798,8 @@ fn spins_without_news(g: &Graph, t: Tid) -> bool {
 /// keeps beside them (outside the engine) saw them. Only coherence can
 /// close a cycle (porf is acyclic), in an execution no interleaving shows
 /// (2+2W): there the order follows porf alone. Spawns' Start events,
-/// fences (their threads take them in passing) and block labels are left
-/// out (the spawn and the end of the replay take them).
+/// allocations and fences (their threads take them in passing) and block
+/// labels are left out (the spawn and the end of the replay take them).
 fn replay_order(g: &Graph) -> Vec<Pos> {
     order_by(g, true).unwrap_or_else(|| order_by(g, false).expect("porf is acyclic"))
 }
@@ -794,7 +849,7 @@ fn order_by(g: &Graph, coherence: bool) -> Option<Vec<Pos>> {
 fn replayed(label: &Label) -> bool {
     !matches!(
         label,
-        Label::Start { .. } | Label::Block(_) | Label::Fence { .. }
+        Label::Start { .. } | Label::Block(_) | Label::Fence { .. } | Label::Alloc { .. }
     ) && !label.is_rmw_write()
 }
 
@@ -845,7 +900,6 @@ fn replay_match(
     let with_write =
         |loc: Loc| matches!(next(1), Some(Label::Write { loc: l, rmw: true, .. }) if l == loc);
     match (op, label) {
-        (Op::Alloc(_), Label::Alloc { loc }) => Ok((loc as u64, 1, false)),
         (
             Op::Load(l, _),
             Label::Read {
@@ -934,6 +988,7 @@ fn op_name(op: &Op) -> &'static str {
     match op {
         Op::Alloc(_) => "an allocation",
         Op::Load(..) => "a load",
+        Op::Fence(_) => "a fence",
         Op::Store(..) => "a store",
         Op::Rmw(..) => "an RMW",
         Op::Cas { .. } => "a compare-and-exchange",
@@ -1011,7 +1066,7 @@ fn round_start(g: &Graph, t: Tid) -> usize {
 
 impl GraphRuntime for Runtime {
     fn atomic_new(&self, v: u64) -> u32 {
-        self.call(Op::Alloc(v)) as u32
+        self.inline(Op::Alloc(v)) as u32
     }
 
     fn load(&self, loc: u32, o: Ordering) -> u64 {
@@ -1048,36 +1103,12 @@ impl GraphRuntime for Runtime {
         }
     }
 
-    /// Not a point where another thread runs (nor is it under loom): the
-    /// operation before the fence, the fence and the ghost update and
-    /// step the model makes after them stay together in every replay.
     fn fence(&self, o: Ordering) {
-        let mut st = self.st.borrow_mut();
-        let st = &mut *st;
-        let t = st.cur;
-        let at = st.threads.cursor[t];
-        let g = st.search.graph();
-        if st.replaying && at < g.len(t) {
-            if !matches!(g.label(Pos::new(t, at)), Label::Fence { .. }) {
-                let why = format!(
-                    "the graph has {:?} where thread {t} asks for a fence",
-                    g.label(Pos::new(t, at))
-                );
-                st.stuck
-                    .get_or_insert(format!("model_panic: not deterministic: {why}"));
-            }
-            st.threads.cursor[t] += 1;
-            return;
-        }
-        let ord = st.search.ord(o);
-        let n = st.locs_len();
-        st.search.add(t, Label::Fence { ord }, n);
-        st.added += 1;
-        st.threads.cursor[t] = st.search.graph().len(t);
+        self.inline(Op::Fence(o));
     }
 
     fn mutex_new(&self) -> u32 {
-        self.call(Op::Alloc(0)) as u32
+        self.inline(Op::Alloc(0)) as u32
     }
 
     fn lock(&self, mutex: u32) {
@@ -1094,7 +1125,7 @@ impl GraphRuntime for Runtime {
     }
 
     fn condvar_new(&self) -> u32 {
-        self.call(Op::Alloc(0)) as u32
+        self.inline(Op::Alloc(0)) as u32
     }
 
     /// The count of notifications before the mutex is released; the
