@@ -127,13 +127,16 @@ fn mutations_are_malformed_with_a_position() {
             m.remove(i);
             mutants.push(("brace", m));
         }
-        // A register the clause names renamed where the clause names it.
+        // A register the clause names renamed where the clause names it
+        // (or, in a clause on locations only, the first location renamed).
         let clause_at = text.rfind("exists").unwrap();
         let (head, clause) = text.split_at(clause_at);
-        mutants.push((
-            "register",
-            format!("{head}{}", clause.replacen(":r", ":rq", 1)),
-        ));
+        let bad = if clause.contains(":r") {
+            clause.replacen(":r", ":rq", 1)
+        } else {
+            clause.replacen('=', "q=", 1)
+        };
+        mutants.push(("register", format!("{head}{bad}")));
         // The clause cut short.
         let cut = text.trim_end().len() - 4;
         mutants.push(("truncated", text[..cut].to_string()));

@@ -308,23 +308,12 @@ pub fn execute(p: &Arc<Program>, seek: Seek) {
                     Quantifier::NotExists => "~exists",
                     Quantifier::Forall => "forall",
                 },
-                clause_body(&p.test),
+                p.test.cond,
                 if sat { "satisfied" } else { "not satisfied" },
                 o.render()
             ))
         });
     }
-}
-
-/// The clause's condition as written, without its quantifier.
-fn clause_body(t: &Test) -> String {
-    let c = &t.clause;
-    for q in ["~ exists ", "exists ", "forall "] {
-        if let Some(i) = c.find(q) {
-            return c[i + q.len()..].to_string();
-        }
-    }
-    c.clone()
 }
 
 /// The final state the clause judges.
