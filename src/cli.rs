@@ -1676,7 +1676,23 @@ fn litmus(a: LitmusArgs) -> Out<i32> {
         engine: a.engine,
         cap: a.cap,
     };
-    let results = judge_all(&files, opts, jobs);
+    let print = |i: usize, r: &Result<crate::litmus::Judged, String>| match r {
+        Ok(j) => match a.format {
+            TableFormat::Text => println!("{}", j.text()),
+            TableFormat::Json => println!("{}", j.json()),
+        },
+        Err(e) => {
+            eprintln!("vfsmc: {e}");
+            if a.format == TableFormat::Json {
+                println!(
+                    "{}",
+                    serde_json::json!({"file": files[i].display().to_string(), "result": null,
+                        "observed": null, "verdict": "malformed", "reason": e})
+                );
+            }
+        }
+    };
+    let results = judge_all(&files, opts, jobs, &print);
     let mut dirs: std::collections::BTreeMap<String, Tally> = std::collections::BTreeMap::new();
     let mut total = Tally::default();
     let (mut malformed, mut failed) = (false, false);
@@ -1687,24 +1703,8 @@ fn litmus(a: LitmusArgs) -> Out<i32> {
         dirs.entry(dir).or_default().add(r);
         total.add(r);
         match r {
-            Ok(j) => {
-                failed |= j.fails();
-                match a.format {
-                    TableFormat::Text => println!("{}", j.text()),
-                    TableFormat::Json => println!("{}", j.json()),
-                }
-            }
-            Err(e) => {
-                malformed = true;
-                eprintln!("vfsmc: {e}");
-                if a.format == TableFormat::Json {
-                    println!(
-                        "{}",
-                        serde_json::json!({"file": f.display().to_string(), "result": null,
-                            "observed": null, "verdict": "malformed", "reason": e})
-                    );
-                }
-            }
+            Ok(j) => failed |= j.fails(),
+            Err(_) => malformed = true,
         }
     }
     match a.format {

@@ -581,22 +581,38 @@ impl Events {
     }
 }
 
-/// Judges `files` on `jobs` workers; results in file order.
-pub fn judge_all(files: &[PathBuf], opts: Options, jobs: usize) -> Vec<Result<Judged, String>> {
+/// Judges `files` on `jobs` workers; results in file order. `done` is
+/// called once per file, in file order, as soon as that file and every file
+/// before it are judged (so a long run prints as it goes, and the same input
+/// prints the same bytes for any `jobs`).
+pub fn judge_all(
+    files: &[PathBuf],
+    opts: Options,
+    jobs: usize,
+    done: &(dyn Fn(usize, &Result<Judged, String>) + Sync),
+) -> Vec<Result<Judged, String>> {
     let next = AtomicUsize::new(0);
-    let out: Mutex<Vec<Option<Result<Judged, String>>>> = Mutex::new(vec![None; files.len()]);
+    // The results so far, and how many of them `done` has seen.
+    let out: Mutex<(Vec<Option<Result<Judged, String>>>, usize)> =
+        Mutex::new((vec![None; files.len()], 0));
     std::thread::scope(|s| {
         for _ in 0..jobs.max(1) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(f) = files.get(i) else { break };
                 let r = judge_file(f, opts);
-                out.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
+                let mut g = out.lock().unwrap_or_else(|p| p.into_inner());
+                g.0[i] = Some(r);
+                while let Some(Some(r)) = g.0.get(g.1) {
+                    done(g.1, r);
+                    g.1 += 1;
+                }
             });
         }
     });
     out.into_inner()
         .unwrap_or_else(|p| p.into_inner())
+        .0
         .into_iter()
         .map(|r| r.unwrap_or_else(|| Err("not judged".to_string())))
         .collect()
