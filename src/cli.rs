@@ -332,6 +332,10 @@ struct LitmusArgs {
     /// Executions per search before a file is reported n/a as capped.
     #[arg(long, default_value_t = 1_000_000)]
     cap: usize,
+    /// Print, under a file's line, the trace of the execution that decided
+    /// its verdict (the outcome found, or the deadlock or error).
+    #[arg(long)]
+    trace: bool,
 }
 
 /// Bad input: printed with its context, exit 2.
@@ -1675,10 +1679,16 @@ fn litmus(a: LitmusArgs) -> Out<i32> {
     let opts = Options {
         engine: a.engine,
         cap: a.cap,
+        trace: a.trace,
     };
     let print = |i: usize, r: &Result<crate::litmus::Judged, String>| match r {
         Ok(j) => match a.format {
-            TableFormat::Text => println!("{}", j.text()),
+            TableFormat::Text => {
+                println!("{}", j.text());
+                if let Some(t) = &j.trace {
+                    println!("{t}");
+                }
+            }
             TableFormat::Json => println!("{}", j.json()),
         },
         Err(e) => {
