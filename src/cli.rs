@@ -1682,6 +1682,17 @@ fn litmus(a: LitmusArgs) -> Out<i32> {
         cap: a.cap,
         trace: a.trace,
     };
+    // Searches point fd 2 at /dev/null while they run (crate::quiet), and
+    // with --jobs a file is reported while another is searched: malformed
+    // files go to a duplicate of stderr taken before any search.
+    let stderr: Option<std::sync::Mutex<std::fs::File>> = {
+        use std::os::fd::AsFd;
+        std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .ok()
+            .map(|fd| std::sync::Mutex::new(std::fs::File::from(fd)))
+    };
     let print = |i: usize, r: &Result<crate::litmus::Judged, String>| match r {
         Ok(j) => match a.format {
             TableFormat::Text => {
@@ -1693,7 +1704,14 @@ fn litmus(a: LitmusArgs) -> Out<i32> {
             TableFormat::Json => println!("{}", j.json()),
         },
         Err(e) => {
-            eprintln!("vfsmc: {e}");
+            match &stderr {
+                Some(f) => {
+                    use std::io::Write;
+                    let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
+                    let _ = writeln!(f, "vfsmc: {e}");
+                }
+                None => eprintln!("vfsmc: {e}"),
+            }
             if a.format == TableFormat::Json {
                 println!(
                     "{}",
