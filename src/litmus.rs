@@ -822,9 +822,9 @@ pub fn judge_all(
     done: &(dyn Fn(usize, &Result<Judged, String>) + Sync),
 ) -> Vec<Result<Judged, String>> {
     let next = AtomicUsize::new(0);
-    // The results so far, and how many of them `done` has seen.
-    let out: Mutex<(Vec<Option<Result<Judged, String>>>, usize)> =
-        Mutex::new((vec![None; files.len()], 0));
+    /// The results so far, and how many of them `done` has seen.
+    type Progress = (Vec<Option<Result<Judged, String>>>, usize);
+    let out: Mutex<Progress> = Mutex::new((vec![None; files.len()], 0));
     std::thread::scope(|s| {
         for _ in 0..jobs.max(1) {
             s.spawn(|| loop {
