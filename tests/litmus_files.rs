@@ -134,6 +134,7 @@ fn a_documented_stronger_stand_in_does_not_fail() {
     assert!(j.reason.contains("rcu_dereference"), "{}", j.text());
     let (code, out, _) = vfsmc(&["litmus", f.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
+    std::fs::remove_dir_all(&tmp).ok();
 }
 
 /// With `--jobs 2` a malformed file is reported while another file is being
