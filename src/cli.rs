@@ -155,8 +155,9 @@ enum Command {
     /// walked for *.litmus), run each on the kernel primitives and judge
     /// the `Result:` line: agree, stronger (vfsmc forbids what LKMM
     /// allows), weaker (vfsmc allows what LKMM forbids), n/a (with the
-    /// reason) or unsupported (with the construct). Exit 1 on any weaker or
-    /// stronger, 2 on a malformed file.
+    /// reason) or unsupported (with the construct). Exit 1 on any weaker, or
+    /// stronger without a stand-in documented as stronger, 2 on a malformed
+    /// file.
     Litmus(LitmusArgs),
     /// Side-by-side cost counters of two variants (sequential execution).
     Diff {
@@ -334,6 +335,10 @@ struct LitmusArgs {
     /// Executions per search before a file is reported n/a as capped.
     #[arg(long, default_value_t = 1_000_000)]
     cap: usize,
+    /// Print, under a file's line, the trace of the execution that decided
+    /// its verdict (the outcome found, or the deadlock or error).
+    #[arg(long)]
+    trace: bool,
 }
 
 /// Bad input: printed with its context, exit 2.
@@ -1677,8 +1682,48 @@ fn litmus(a: LitmusArgs) -> Out<i32> {
     let opts = Options {
         engine: a.engine,
         cap: a.cap,
+        trace: a.trace,
     };
-    let results = judge_all(&files, opts, jobs);
+    // Searches point fd 2 at /dev/null while they run (crate::quiet), and
+    // with --jobs a file is reported while another is searched: malformed
+    // files go to a duplicate of stderr taken before any search.
+    let stderr: Option<std::sync::Mutex<std::fs::File>> = {
+        use std::os::fd::AsFd;
+        std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .ok()
+            .map(|fd| std::sync::Mutex::new(std::fs::File::from(fd)))
+    };
+    let print = |i: usize, r: &Result<crate::litmus::Judged, String>| match r {
+        Ok(j) => match a.format {
+            TableFormat::Text => {
+                println!("{}", j.text());
+                if let Some(t) = &j.trace {
+                    println!("{t}");
+                }
+            }
+            TableFormat::Json => println!("{}", j.json()),
+        },
+        Err(e) => {
+            match &stderr {
+                Some(f) => {
+                    use std::io::Write;
+                    let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
+                    let _ = writeln!(f, "vfsmc: {e}");
+                }
+                None => eprintln!("vfsmc: {e}"),
+            }
+            if a.format == TableFormat::Json {
+                println!(
+                    "{}",
+                    serde_json::json!({"file": files[i].display().to_string(), "result": null,
+                        "observed": null, "verdict": "malformed", "reason": e})
+                );
+            }
+        }
+    };
+    let results = judge_all(&files, opts, jobs, &print);
     let mut dirs: std::collections::BTreeMap<String, Tally> = std::collections::BTreeMap::new();
     let mut total = Tally::default();
     let (mut malformed, mut failed) = (false, false);
@@ -1689,24 +1734,8 @@ fn litmus(a: LitmusArgs) -> Out<i32> {
         dirs.entry(dir).or_default().add(r);
         total.add(r);
         match r {
-            Ok(j) => {
-                failed |= j.fails();
-                match a.format {
-                    TableFormat::Text => println!("{}", j.text()),
-                    TableFormat::Json => println!("{}", j.json()),
-                }
-            }
-            Err(e) => {
-                malformed = true;
-                eprintln!("vfsmc: {e}");
-                if a.format == TableFormat::Json {
-                    println!(
-                        "{}",
-                        serde_json::json!({"file": f.display().to_string(), "result": null,
-                            "observed": null, "verdict": "malformed", "reason": e})
-                    );
-                }
-            }
+            Ok(j) => failed |= j.fails(),
+            Err(_) => malformed = true,
         }
     }
     match a.format {

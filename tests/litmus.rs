@@ -1,5 +1,5 @@
 //! The kernel's litmus tests against the primitives, and vfsmc's engine
-//! probes (`probe-…`, see `specs/src/litmus.rs`), one `#[test]` each,
+//! probes (`probe-…`), each a file of tests/litmus/ named by the registry (`specs/src/litmus/mod.rs`), one `#[test]` each,
 //! judged by loom with no preemption bound: a `Sometimes` test must be
 //! observed (loom reports `exists` satisfied, with its trace), a `Never` test
 //! must hold exhaustively. Tests whose verdict loom cannot reproduce are
@@ -148,7 +148,7 @@ fn every_registered_test_has_a_loom_test() {
 /// (CoWW) has no scheduling choice, which shuttle's PCT refuses to run.
 #[test]
 fn shuttle_pct_holds_every_never_test() {
-    for test in litmus::TESTS.iter().filter(|t| t.threads.len() > 1) {
+    for test in litmus::TESTS.iter().filter(|t| t.threads() > 1) {
         let (report, _) = check(test.name, EngineKind::Pct);
         println!("{}", report.summary());
         if test.result == Documented::Never || !test.weak {

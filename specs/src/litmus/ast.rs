@@ -334,6 +334,50 @@ pub enum Cond {
     Or(Box<Cond>, Box<Cond>),
 }
 
+/// A term as herd7 writes it: `1:r0`, `x`, `&x` is written `x` on the
+/// right of `=` (as the clause has it), a number.
+impl fmt::Display for Term {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Term::Reg(n, r, _) => write!(f, "{n}:{r}"),
+            Term::Loc(l, _) | Term::Addr(l, _) => f.write_str(l),
+            Term::Int(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// A condition as herd7 writes it, without spaces around `=`:
+/// `1:r0=1 /\ 1:r1=0`; an `\/` inside an `/\` and any negated compound
+/// are parenthesised.
+impl fmt::Display for Cond {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn atom(c: &Cond) -> bool {
+            matches!(c, Cond::True | Cond::False | Cond::Eq { .. } | Cond::Not(_))
+        }
+        match self {
+            Cond::True => f.write_str("true"),
+            Cond::False => f.write_str("false"),
+            Cond::Eq { lhs, rhs, eq } => write!(f, "{lhs}{}{rhs}", if *eq { "=" } else { "!=" }),
+            Cond::Not(c) if atom(c) => write!(f, "~{c}"),
+            Cond::Not(c) => write!(f, "~({c})"),
+            Cond::And(a, b) => {
+                for (i, c) in [a, b].into_iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" /\\ ")?;
+                    }
+                    if matches!(**c, Cond::Or(..)) {
+                        write!(f, "({c})")?;
+                    } else {
+                        write!(f, "{c}")?;
+                    }
+                }
+                Ok(())
+            }
+            Cond::Or(a, b) => write!(f, "{a} \\/ {b}"),
+        }
+    }
+}
+
 /// The quantifier of the final clause.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Quantifier {

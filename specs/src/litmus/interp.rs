@@ -212,6 +212,15 @@ struct Mem {
     locks: Vec<Option<SpinLock>>,
     srcus: Vec<Option<Rcu>>,
     rcu: Rcu,
+    /// Per lock: a thread ended holding it. herd7 keeps such a lock held
+    /// for ever, so no later `spin_lock` of it completes; the interpreter
+    /// releases it (the engines would report a deadlock) and marks `void`
+    /// any execution in which another thread then takes it. Ghost state:
+    /// the engines run one thread at a time, so plain flags do.
+    orphaned: Vec<std::sync::atomic::AtomicBool>,
+    /// This execution is one herd7 does not have: its final state is not
+    /// judged.
+    void: std::sync::atomic::AtomicBool,
 }
 
 impl Mem {
@@ -246,6 +255,8 @@ impl Mem {
             locks,
             srcus,
             rcu: Rcu::new(),
+            orphaned: p.locks.iter().map(|_| Default::default()).collect(),
+            void: Default::default(),
         }
     }
 }
@@ -282,6 +293,9 @@ pub fn execute(p: &Arc<Program>, seek: Seek) {
     for h in handles {
         h.join();
     }
+    if mem.void.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     let regs = regs.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let finals: Vec<u64> = mem.words.iter().map(Atomic::value_at_quiescence).collect();
     let o = Final {
@@ -308,23 +322,12 @@ pub fn execute(p: &Arc<Program>, seek: Seek) {
                     Quantifier::NotExists => "~exists",
                     Quantifier::Forall => "forall",
                 },
-                clause_body(&p.test),
+                p.test.cond,
                 if sat { "satisfied" } else { "not satisfied" },
                 o.render()
             ))
         });
     }
-}
-
-/// The clause's condition as written, without its quantifier.
-fn clause_body(t: &Test) -> String {
-    let c = &t.clause;
-    for q in ["~ exists ", "exists ", "forall "] {
-        if let Some(i) = c.find(q) {
-            return c[i + q.len()..].to_string();
-        }
-    }
-    c.clone()
 }
 
 /// The final state the clause judges.
@@ -411,11 +414,23 @@ impl<'a> Interp<'a> {
             guards: Vec::new(),
         };
         me.stmts(&p.test.threads[thread].body);
-        // Locks still held are released as the thread ends.
-        while let Some((_, g)) = me.guards.pop() {
+        // Locks still held stay held for herd7: released here, but marked
+        // so that an execution in which another thread takes one is void.
+        while let Some((l, g)) = me.guards.pop() {
+            mem.orphaned[l].store(true, std::sync::atomic::Ordering::Relaxed);
             g.unlock();
         }
         me.regs
+    }
+
+    /// This thread took lock `l`: if a thread ended holding it, herd7 has
+    /// no such execution.
+    fn took(&self, l: usize) {
+        if self.mem.orphaned[l].load(std::sync::atomic::Ordering::Relaxed) {
+            self.mem
+                .void
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     fn fail(&self, pos: Pos, what: String) -> ! {
@@ -437,6 +452,11 @@ impl<'a> Interp<'a> {
         for s in body {
             match s {
                 Stmt::Decl { name, init, .. } => {
+                    // A register exists (as 0, herd7's initial value) from
+                    // its declaration on, its own initialiser included.
+                    if !self.regs.iter().any(|(n, _)| n == name) {
+                        self.set(name, 0);
+                    }
                     let v = init.as_ref().map_or(0, |e| self.eval(e));
                     self.set(name, v);
                 }
@@ -736,12 +756,17 @@ impl<'a> Interp<'a> {
             Func::SpinLock => {
                 let (l, lock) = self.lock_of(&c.args[0], pos);
                 if self.guards.iter().any(|(h, _)| *h == l) {
-                    self.fail(
-                        pos,
-                        "spin_lock of a lock this thread holds (self-deadlock)".to_string(),
+                    exec::raise(
+                        PROCS[self.thread],
+                        "deadlock",
+                        format!(
+                            "{}:{pos}: spin_lock of a lock this thread holds (self-deadlock)",
+                            self.p.origin
+                        ),
                     );
                 }
                 let g = lock.spin_lock(t);
+                self.took(l);
                 self.guards.push((l, g));
                 0
             }
@@ -752,6 +777,7 @@ impl<'a> Interp<'a> {
                 }
                 match lock.spin_trylock(t) {
                     Some(g) => {
+                        self.took(l);
                         self.guards.push((l, g));
                         1
                     }

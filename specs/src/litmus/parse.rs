@@ -985,6 +985,15 @@ impl Parser {
             test.filter = Some(self.cond()?);
         }
         let pos = self.pos();
+        // No clause at all (after the last thread, or after `locations`):
+        // herd7 reads it as `forall (true)`, a test of whether the threads
+        // can finish at all (a self-deadlock has no final state).
+        if self.peek().is_none() && test.filter.is_none() {
+            test.quantifier = Quantifier::Forall;
+            test.cond = Cond::True;
+            test.clause = "forall (true)".to_string();
+            return Ok(());
+        }
         test.quantifier = if self.is_ident("exists") {
             self.i += 1;
             Quantifier::Exists
