@@ -63,6 +63,19 @@ fn fingerprints(c: &Check) -> (usize, BTreeSet<u64>) {
     )
 }
 
+/// The executions of `c` split into `n` parts: their sum over the parts and
+/// the union of their fingerprints.
+fn parts_explore(c: &Check, n: usize) -> (usize, BTreeSet<u64>) {
+    let mut union = BTreeSet::new();
+    let mut total = 0;
+    for k in 0..n {
+        let (executions, seen) = fingerprints(&part(c, k, n));
+        total += executions;
+        union.extend(seen);
+    }
+    (total, union)
+}
+
 #[test]
 fn the_parts_of_a_holding_search_cover_every_execution_of_the_unsplit_one() {
     for (model, variant, scenario) in ROWS {
@@ -72,13 +85,7 @@ fn the_parts_of_a_holding_search_cover_every_execution_of_the_unsplit_one() {
         }
         let (unsplit, whole) = fingerprints(&c);
         for n in 1..=4 {
-            let mut union = BTreeSet::new();
-            let mut total = 0;
-            for k in 0..n {
-                let (executions, seen) = fingerprints(&part(&c, k, n));
-                total += executions;
-                union.extend(seen);
-            }
+            let (total, union) = parts_explore(&c, n);
             let missed = whole.difference(&union).count();
             assert_eq!(
                 missed, 0,
@@ -164,13 +171,7 @@ fn the_parts_of_an_optimal_search_partition_the_unsplit_one() {
             continue;
         }
         let (unsplit, all) = fingerprints(&c);
-        let mut union = BTreeSet::new();
-        let mut total = 0;
-        for k in 0..n {
-            let (executions, seen) = fingerprints(&part(&c, k, n));
-            total += executions;
-            union.extend(seen);
-        }
+        let (total, union) = parts_explore(&c, n);
         assert_eq!(total, unsplit, "{what}: executions");
         assert_eq!(union, all, "{what}: fingerprints");
     }

@@ -309,15 +309,20 @@ impl Atomic {
         if full {
             sync::fence(Ordering::SeqCst);
         }
-        let v = new(old);
-        self.set_ghost(v);
+        self.record_rmw(t, what, old, new(old));
+        old
+    }
+
+    /// The ghost value and the trace step of an RMW `what` that found
+    /// `old` and left `new`.
+    fn record_rmw(&self, t: &Task, what: &'static str, old: u64, new: u64) {
+        self.set_ghost(new);
         t.step(Effect::Rmw {
             op: what,
             var: self.name,
             old: self.val(old),
-            new: self.val(v),
+            new: self.val(new),
         });
-        old
     }
 
     /// atomic_add / atomic_long_add (relaxed, no return value).
@@ -603,14 +608,7 @@ impl Atomic {
         let _s = atomic_section();
         t.cost(Counter::AtomicRmw, 1);
         let old = self.word.fetch_update_with(o, arith);
-        let v = arith.apply(old);
-        self.set_ghost(v);
-        t.step(Effect::Rmw {
-            op: what,
-            var: self.name,
-            old: self.val(old),
-            new: self.val(v),
-        });
+        self.record_rmw(t, what, old, arith.apply(old));
         old
     }
 

@@ -206,6 +206,27 @@ impl Rcu {
         slot
     }
 
+    /// The outermost section's entry: the task's reader slot goes odd
+    /// (an acquire RMW, ordered against the grace periods' RMWs of it).
+    fn enter_slot(&self, t: &Task) {
+        t.engine_op();
+        let _s = exec::atomic_section();
+        self.0.readers[self.slot(t)].fetch_add(1, Ordering::Acquire);
+    }
+
+    /// The outermost section's exit: the slot goes even again (a release
+    /// RMW), and a grace period that registered as waiting is woken.
+    fn leave_slot(&self, t: &Task) {
+        t.engine_op();
+        let old = {
+            let _s = exec::atomic_section();
+            self.0.readers[self.slot(t)].fetch_add(1, Ordering::Release)
+        };
+        if old >> WAITER_SHIFT != 0 {
+            wake_grace_periods(&self.0.wake_lock, &self.0.wake);
+        }
+    }
+
     /// rcu_read_lock: enter a read-side critical section (nestable).
     pub fn rcu_read_lock(&self, t: &Task) {
         self.read_lock_as(t, "rcu_read_lock");
@@ -216,9 +237,7 @@ impl Rcu {
         let depth = t.rcu_depth();
         t.set_rcu_depth(depth + 1);
         if depth == 0 {
-            t.engine_op();
-            let _s = exec::atomic_section();
-            self.0.readers[self.slot(t)].fetch_add(1, Ordering::Acquire);
+            self.enter_slot(t);
         }
         t.step(Effect::RcuRead { func, lock: true });
     }
@@ -236,14 +255,7 @@ impl Rcu {
         }
         t.set_rcu_depth(depth - 1);
         if depth == 1 {
-            t.engine_op();
-            let old = {
-                let _s = exec::atomic_section();
-                self.0.readers[self.slot(t)].fetch_add(1, Ordering::Release)
-            };
-            if old >> WAITER_SHIFT != 0 {
-                wake_grace_periods(&self.0.wake_lock, &self.0.wake);
-            }
+            self.leave_slot(t);
         }
         t.step(Effect::RcuRead { func, lock: false });
     }
@@ -256,9 +268,7 @@ impl Rcu {
     pub fn srcu_read_lock(&self, t: &Task) -> u64 {
         let depth = self.srcu_nesting(t, 1);
         if depth == 1 {
-            t.engine_op();
-            let _s = exec::atomic_section();
-            self.0.readers[self.slot(t)].fetch_add(1, Ordering::Acquire);
+            self.enter_slot(t);
         }
         t.step(Effect::RcuRead {
             func: "srcu_read_lock",
@@ -274,14 +284,7 @@ impl Rcu {
         }
         let depth = self.srcu_nesting(t, -1);
         if depth == 0 {
-            t.engine_op();
-            let old = {
-                let _s = exec::atomic_section();
-                self.0.readers[self.slot(t)].fetch_add(1, Ordering::Release)
-            };
-            if old >> WAITER_SHIFT != 0 {
-                wake_grace_periods(&self.0.wake_lock, &self.0.wake);
-            }
+            self.leave_slot(t);
         }
         t.step(Effect::RcuRead {
             func: "srcu_read_unlock",
