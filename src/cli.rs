@@ -516,8 +516,8 @@ fn show(name: &str) -> Out<i32> {
     }
     if let Some((h, n)) = crate::coverage::figure(MODEL_COVERAGE, m.code()) {
         println!(
-            "\ncoverage: {:.1} % of the lines of its code ({}) ran in the PR tier under loom \
-             ({h} of {n}; model/COVERAGE, scripts/model-coverage)",
+            "\ncoverage: {:.1} % of the lines of its code ({}) ran in the PR tier's \
+             searches ({h} of {n}; model/COVERAGE, scripts/model-coverage)",
             crate::coverage::pct(h, n),
             m.code().join(", ")
         );

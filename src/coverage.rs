@@ -297,9 +297,10 @@ pub fn report(
 /// total` per model file.
 pub fn table(counts: &BTreeMap<String, FileCounts>) -> String {
     let mut out = String::from(
-        "# Lines of model/ reached by the PR tier under loom, per file: file, lines\n\
-         # reached, lines instrumented. Written by scripts/model-coverage; vfsmc show\n\
-         # sums each model's files (Spec::CODE).\n",
+        "# Lines of model/ reached by the PR tier's scenario searches (cargo test --release\n\
+         # but the sequential references), per file: file, lines reached, lines\n\
+         # instrumented. Written by scripts/model-coverage; vfsmc show sums each model's\n\
+         # files (Spec::CODE).\n",
     );
     for (file, c) in counts {
         let hit = c.lines.values().filter(|n| **n > 0).count();
