@@ -83,7 +83,8 @@ pub struct Judged {
     pub reason: String,
     pub executions: usize,
     /// The trace of the first execution found with the clause satisfied
-    /// (or, for `Always`, not), when [`Options::trace`] asks for it.
+    /// (or, for `Always`, not), then that of the first with a data race,
+    /// when [`Options::trace`] asks for it.
     pub trace: Option<String>,
 }
 
@@ -433,7 +434,16 @@ fn judge_race(j: &mut Judged, p: &Arc<Program>, opts: Options) {
     } else if engine.blind_to(Need::HappensBefore(NO_HB)) {
         None
     } else {
-        match search(p, Seek::Race, opts, &mut j.executions, &mut j.trace) {
+        let mut race_trace = None;
+        let found = search(p, Seek::Race, opts, &mut j.executions, &mut race_trace);
+        // --trace shows the racing execution after the clause's.
+        if let Some(t) = race_trace {
+            j.trace = Some(match j.trace.take() {
+                Some(clause) => format!("{clause}\n{t}"),
+                None => t,
+            });
+        }
+        match found {
             Found::Hit => Some(true),
             Found::None => Some(false),
             // A capped search, or a failure the clause's searches did not
