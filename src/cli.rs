@@ -155,9 +155,10 @@ enum Command {
     /// walked for *.litmus), run each on the kernel primitives and judge
     /// the `Result:` line: agree, stronger (vfsmc forbids what LKMM
     /// allows), weaker (vfsmc allows what LKMM forbids), n/a (with the
-    /// reason) or unsupported (with the construct). Exit 1 on any weaker, or
-    /// stronger without a stand-in documented as stronger, 2 on a malformed
-    /// file.
+    /// reason) or unsupported (with the construct); the verdict judges
+    /// LKMM's data-race flag (`DATARACE`) too, which loom alone reports.
+    /// Exit 1 on any weaker, or stronger without a stand-in documented as
+    /// stronger, 2 on a malformed file.
     Litmus(LitmusArgs),
     /// Side-by-side cost counters of two variants (sequential execution).
     Diff {

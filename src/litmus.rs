@@ -10,6 +10,12 @@
 //! shape); `n/a` with the reason (the engine is blind to something the test
 //! needs, a [`Need`] the test's shape shows, or the search was capped);
 //! `unsupported` with the construct and its `file:line:col`.
+//!
+//! A file's verdict judges LKMM's data-race flag too (the `DATARACE` word of
+//! its `Result:` line): a third search looks for an execution with a data
+//! race ([`Seek::Race`], loom only), and a flag vfsmc raises where LKMM does
+//! not, or misses where LKMM raises it, counts as weaker or stronger unless
+//! the test's shape explains it.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -20,7 +26,7 @@ use serde_json::{json, Value};
 use vfsmc_specs::litmus::ast::{
     ErrorKind, Expr, Func, Order, Outcome, ReadError, Stmt, Target, Test,
 };
-use vfsmc_specs::litmus::interp::{execute, Program, Seek, LITMUS_ERROR};
+use vfsmc_specs::litmus::interp::{execute, Program, Seek, DATA_RACE, LITMUS_ERROR};
 use vfsmc_specs::litmus::parse::parse;
 use vfsmc_specs::Need;
 
@@ -63,14 +69,22 @@ pub struct Judged {
     pub file: String,
     /// The header's word, as written.
     pub result: Option<String>,
+    /// Whether the header names LKMM's data-race flag (`DATARACE`).
+    pub result_race: bool,
     /// The word judged against: the header's, or the list's.
     pub expected: Option<String>,
     pub observed: Option<Outcome>,
+    /// Whether LKMM flags a data race: the header's `DATARACE`, or the
+    /// list's (`None` without either).
+    pub expected_race: Option<bool>,
+    /// Whether vfsmc found a data race (`None` when not judged).
+    pub data_race: Option<bool>,
     pub verdict: Verdict,
     pub reason: String,
     pub executions: usize,
     /// The trace of the first execution found with the clause satisfied
-    /// (or, for `Always`, not), when [`Options::trace`] asks for it.
+    /// (or, for `Always`, not), then that of the first with a data race,
+    /// when [`Options::trace`] asks for it.
     pub trace: Option<String>,
 }
 
@@ -81,6 +95,8 @@ impl Judged {
             "result": self.result,
             "expected": self.expected,
             "observed": self.observed.map(|o| o.word()),
+            "expected_data_race": self.expected_race,
+            "data_race": self.data_race,
             "verdict": self.verdict.word(),
             "reason": if self.reason.is_empty() { Value::Null } else { Value::String(self.reason.clone()) },
             "executions": self.executions,
@@ -89,15 +105,23 @@ impl Judged {
 
     pub fn text(&self) -> String {
         let mut s = format!(
-            "{}: Result {} observed {} {}",
+            "{}: Result {}{} observed {}{} {}",
             self.file,
             self.result.as_deref().unwrap_or("-"),
+            race_word(self.result_race),
             self.observed.map_or("-", |o| o.word()),
+            match self.data_race {
+                Some(true) => ", data race",
+                Some(false) if self.expected_race == Some(true) => ", no data race",
+                _ => "",
+            },
             self.verdict
         );
-        if self.expected != self.result {
+        let listed_race = self.expected_race.is_some_and(|r| r != self.result_race);
+        if self.expected != self.result || listed_race {
             if let Some(e) = &self.expected {
-                s.push_str(&format!(" (expected {e}: litmus-expected.txt)"));
+                let race = race_word(self.expected_race == Some(true));
+                s.push_str(&format!(" (expected {e}{race}: litmus-expected.txt)"));
             }
         }
         if !self.reason.is_empty() {
@@ -114,6 +138,14 @@ impl Judged {
             Verdict::Stronger => self.reason.is_empty(),
             _ => false,
         }
+    }
+}
+
+fn race_word(race: bool) -> &'static str {
+    if race {
+        " DATARACE"
+    } else {
+        ""
     }
 }
 
@@ -191,8 +223,11 @@ pub fn judge_file(path: &Path, opts: Options) -> Result<Judged, String> {
     let mut j = Judged {
         file: file.clone(),
         result: None,
+        result_race: false,
         expected: None,
         observed: None,
+        expected_race: None,
+        data_race: None,
         verdict: Verdict::Unsupported,
         reason: String::new(),
         executions: 0,
@@ -200,9 +235,17 @@ pub fn judge_file(path: &Path, opts: Options) -> Result<Judged, String> {
     };
     // The header is read even when the rest is not.
     j.result = header_word(&text);
+    j.expected_race = header_race(&text);
+    j.result_race = j.expected_race == Some(true);
     j.expected = j.result.clone();
     if let Some((w, _)) = expected_override(path) {
-        j.expected = Some(w);
+        // `Never+DATARACE`: the word, and LKMM's data-race flag.
+        let (word, race) = match w.split_once('+') {
+            Some((word, flag)) => (word.to_string(), flag == "DATARACE"),
+            None => (w, false),
+        };
+        j.expected = Some(word);
+        j.expected_race = Some(race);
     }
     let test = match parse(&text) {
         Ok(t) => t,
@@ -234,6 +277,13 @@ fn header_word(text: &str) -> Option<String> {
         .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
         .collect();
     (!w.is_empty()).then_some(w)
+}
+
+/// Whether the `Result:` line names LKMM's data-race flag (`DATARACE`).
+fn header_race(text: &str) -> Option<bool> {
+    let at = text.find("Result:")?;
+    let line = text[at + 7..].lines().next().unwrap_or("");
+    Some(line.split_whitespace().any(|w| w == "DATARACE"))
 }
 
 /// What one search ended with.
@@ -269,7 +319,7 @@ fn search(
     }
     match &x.failure {
         Some(f) => match &f.record.violation {
-            Some(v) if v.invariant == "exists" => Found::Hit,
+            Some(v) if v.invariant == "exists" || v.invariant == DATA_RACE => Found::Hit,
             Some(v) => Found::Other(v.invariant.clone(), v.message.clone()),
             None => Found::Other("failure".into(), String::new()),
         },
@@ -278,7 +328,16 @@ fn search(
     }
 }
 
-fn judge_program(mut j: Judged, p: &Arc<Program>, opts: Options) -> Result<Judged, String> {
+fn judge_program(j: Judged, p: &Arc<Program>, opts: Options) -> Result<Judged, String> {
+    let mut j = judge_outcome(j, p, opts)?;
+    if j.observed.is_some() {
+        judge_race(&mut j, p, opts);
+    }
+    Ok(j)
+}
+
+/// Judges the clause: what the engine observed against the expected word.
+fn judge_outcome(mut j: Judged, p: &Arc<Program>, opts: Options) -> Result<Judged, String> {
     let mut n = 0;
     let observed = match search(p, Seek::Satisfying, opts, &mut n, &mut j.trace) {
         Found::None => Some(Outcome::Never),
@@ -333,7 +392,7 @@ fn judge_program(mut j: Judged, p: &Arc<Program>, opts: Options) -> Result<Judge
             }
             None => {
                 j.verdict = Verdict::Stronger;
-                j.reason = stronger_stand_ins(&p.test)
+                j.reason = stronger_stand_ins(&p.test, j.expected_race == Some(true))
                     .first()
                     .map_or(String::new(), |r| {
                         format!(
@@ -364,6 +423,112 @@ fn judge_program(mut j: Judged, p: &Arc<Program>, opts: Options) -> Result<Judge
     Ok(j)
 }
 
+/// Judges LKMM's data-race flag once the clause is judged: finds whether
+/// some execution that passes the filter races ([`Seek::Race`]), compares
+/// that with the `Result:` line's `DATARACE`, and lets a disagreement
+/// outrank the clause's verdict.
+fn judge_race(j: &mut Judged, p: &Arc<Program>, opts: Options) {
+    let engine = opts.engine.engine();
+    j.data_race = if !has_plain_access(&p.test) {
+        Some(false)
+    } else if engine.blind_to(Need::HappensBefore(NO_HB)) {
+        None
+    } else {
+        let mut race_trace = None;
+        let found = search(p, Seek::Race, opts, &mut j.executions, &mut race_trace);
+        // --trace shows the racing execution after the clause's.
+        if let Some(t) = race_trace {
+            j.trace = Some(match j.trace.take() {
+                Some(clause) => format!("{clause}\n{t}"),
+                None => t,
+            });
+        }
+        match found {
+            Found::Hit => Some(true),
+            Found::None => Some(false),
+            // A capped search, or a failure the clause's searches did not
+            // meet: the flag is not judged.
+            Found::Capped | Found::Other(..) => None,
+        }
+    };
+    let (Some(expected), Some(observed)) = (j.expected_race, j.data_race) else {
+        if j.expected_race == Some(true) && j.data_race.is_none() {
+            unjudged_race(j, opts);
+        }
+        return;
+    };
+    if expected == observed {
+        return;
+    }
+    let needs = needs(&p.test);
+    let blind = |kind: fn(&Need) -> bool| {
+        needs
+            .iter()
+            .find(|n| kind(n) && engine.blind_to(**n))
+            .map(|n| n.why())
+    };
+    let (verdict, reason) = if expected {
+        // LKMM flags a race vfsmc never sees: a blind spot, unless the
+        // racing execution is one loom cannot produce.
+        match blind(|n| matches!(n, Need::LoadBuffering(_))) {
+            Some(why) => (Verdict::NotApplicable, format!("the data race needs {why}")),
+            None => (
+                Verdict::Stronger,
+                race_hiding_stand_ins(&p.test)
+                    .first()
+                    .map_or(String::new(), |r| {
+                        format!("a stand-in stronger than LKMM hides the data race: {r}")
+                    }),
+            ),
+        }
+    } else {
+        // vfsmc flags a race LKMM does not: C11's happens-before orders
+        // less than LKMM where the test relies on an order only LKMM gives.
+        match blind(|n| matches!(n, Need::LkmmOrdering(_))) {
+            Some(why) => (
+                Verdict::NotApplicable,
+                format!("a data race only under C11: {why}"),
+            ),
+            None => (Verdict::Weaker, String::new()),
+        }
+    };
+    if rank(&verdict, &reason) > rank(&j.verdict, &j.reason) {
+        j.verdict = verdict;
+        j.reason = reason;
+    }
+}
+
+/// Says why LKMM's data-race flag was not judged.
+fn unjudged_race(j: &mut Judged, opts: Options) {
+    let why = if opts.engine.engine().blind_to(Need::HappensBefore(NO_HB)) {
+        format!("{}: {NO_HB}", opts.engine)
+    } else {
+        format!(
+            "the {} race search stopped at its cap of {} executions",
+            opts.engine, opts.cap
+        )
+    };
+    let note = format!("the data-race flag is not judged ({why})");
+    j.reason = if j.reason.is_empty() {
+        note
+    } else {
+        format!("{}; {note}", j.reason)
+    };
+}
+
+/// How much a verdict says against vfsmc's stand-ins: the worse of the
+/// clause's and the flag's verdicts is the file's.
+fn rank(v: &Verdict, reason: &str) -> u8 {
+    match v {
+        Verdict::Agree => 0,
+        Verdict::NotApplicable => 1,
+        Verdict::Stronger if !reason.is_empty() => 2,
+        Verdict::Stronger => 3,
+        Verdict::Weaker => 4,
+        Verdict::Unsupported => 5,
+    }
+}
+
 fn other(mut j: Judged, n: usize, inv: &str, msg: &str) -> Judged {
     j.executions = n;
     if inv == "deadlock" && j.expected.as_deref() == Some("DEADLOCK") {
@@ -392,6 +557,8 @@ fn other(mut j: Judged, n: usize, inv: &str, msg: &str) -> Judged {
     j
 }
 
+const NO_HB: &str = "the engine answers no happens-before query (model/src/sync.rs, `epoch`: \
+     only loom does), so it cannot tell a data race";
 const NO_LB: &str = "load buffering: the outcome needs a load to read a store that is po-after \
      a load of the same thread's partner (a read-then-write cycle); loom never lets a load read \
      a store that has not run yet";
@@ -488,71 +655,83 @@ const SRCU_NEST: &str = "SRCU read-side sections nest by depth (kernel::rcu): LK
      end separately";
 const MB_AFTER_SRCU: &str = "smp_mb__after_srcu_read_unlock is a full barrier wherever it stands; \
      LKMM orders only across an srcu_read_unlock just before it";
+const RMB_WMB: &str = "smp_rmb and smp_wmb are acquire and release fences (kernel::atomic): \
+     LKMM's rmb orders loads only and wmb stores only, so neither orders a load before a later \
+     store";
 const PLAIN: &str = "a plain access is one relaxed atomic access (kernel::atomic); LKMM lets the \
      compiler tear, fuse, repeat or invent plain accesses, and a racing one is a data race whose \
      outcome it does not bound";
 
-/// The stand-ins a test uses that are documented as stronger than LKMM (a
-/// `stronger` verdict on such a test says which, and does not fail the
-/// run): read off the program text, conservatively.
-pub fn stronger_stand_ins(t: &Test) -> Vec<&'static str> {
-    fn calls(body: &[Stmt], out: &mut Vec<&'static str>, plain: &mut bool) {
-        fn expr(e: &Expr, out: &mut Vec<&'static str>, plain: &mut bool) {
-            match e {
-                Expr::Call(c) => {
-                    out.push(c.name);
-                    c.args.iter().for_each(|a| {
-                        // A location argument `*x` is an address, not a read.
-                        if let Expr::Deref(inner, _) = a {
+/// The functions `body` calls, in order, into `out`; `plain` is set if it
+/// makes a plain access.
+fn called(body: &[Stmt], out: &mut Vec<&'static str>, plain: &mut bool) {
+    fn expr(e: &Expr, out: &mut Vec<&'static str>, plain: &mut bool) {
+        match e {
+            Expr::Call(c) => {
+                out.push(c.name);
+                let loc = c.loc_arg();
+                for a in &c.args {
+                    match a {
+                        // The location argument `*x` is an address, not a
+                        // read; any other `*y` is a plain read.
+                        Expr::Deref(inner, _) if loc.is_some_and(|l| std::ptr::eq(l, a)) => {
                             expr(inner, out, plain)
-                        } else {
-                            expr(a, out, plain)
                         }
-                    });
-                }
-                Expr::Deref(a, _) => {
-                    *plain = true;
-                    expr(a, out, plain)
-                }
-                Expr::AddrOf(a, _) | Expr::Un(_, a) => expr(a, out, plain),
-                Expr::Bin(_, a, b) => {
-                    expr(a, out, plain);
-                    expr(b, out, plain)
-                }
-                Expr::Cond(a, b, c) => {
-                    expr(a, out, plain);
-                    expr(b, out, plain);
-                    expr(c, out, plain)
-                }
-                Expr::Int(_) | Expr::Name(..) => {}
-            }
-        }
-        for s in body {
-            match s {
-                Stmt::Decl { init: Some(e), .. } | Stmt::Expr(e) => expr(e, out, plain),
-                Stmt::Decl { .. } => {}
-                Stmt::Assign { target, value } => {
-                    if let Target::Mem(e) = target {
-                        *plain = true;
-                        expr(e, out, plain);
+                        _ => expr(a, out, plain),
                     }
-                    expr(value, out, plain)
                 }
-                Stmt::If { cond, then, els } => {
-                    expr(cond, out, plain);
-                    calls(then, out, plain);
-                    calls(els, out, plain)
+            }
+            Expr::Deref(a, _) => {
+                *plain = true;
+                expr(a, out, plain)
+            }
+            Expr::AddrOf(a, _) | Expr::Un(_, a) => expr(a, out, plain),
+            Expr::Bin(_, a, b) => {
+                expr(a, out, plain);
+                expr(b, out, plain)
+            }
+            Expr::Cond(a, b, c) => {
+                expr(a, out, plain);
+                expr(b, out, plain);
+                expr(c, out, plain)
+            }
+            Expr::Int(_) | Expr::Name(..) => {}
+        }
+    }
+    for s in body {
+        match s {
+            Stmt::Decl { init: Some(e), .. } | Stmt::Expr(e) => expr(e, out, plain),
+            Stmt::Decl { .. } => {}
+            Stmt::Assign { target, value } => {
+                if let Target::Mem(e) = target {
+                    *plain = true;
+                    expr(e, out, plain);
                 }
+                expr(value, out, plain)
+            }
+            Stmt::If { cond, then, els } => {
+                expr(cond, out, plain);
+                called(then, out, plain);
+                called(els, out, plain)
             }
         }
     }
+}
+
+/// The stand-ins a test uses that are documented as stronger than LKMM (a
+/// `stronger` verdict on such a test says which, and does not fail the
+/// run): read off the program text, conservatively. `racy`: LKMM flags a
+/// data race in the test. Only then is a plain access's stand-in stronger:
+/// LKMM bounds the value of a plain access that does not race exactly as
+/// the relaxed access does, and leaves a racing one's unbounded.
+pub fn stronger_stand_ins(t: &Test, racy: bool) -> Vec<&'static str> {
     let mut out = Vec::new();
     let mut names = Vec::new();
     let mut plain = false;
     let mut nested_srcu = false;
     for th in &t.threads {
         let mut mine = Vec::new();
-        calls(&th.body, &mut mine, &mut plain);
+        called(&th.body, &mut mine, &mut plain);
         let mut depth = 0i32;
         for n in &mine {
             match *n {
@@ -575,10 +754,38 @@ pub fn stronger_stand_ins(t: &Test) -> Vec<&'static str> {
     if names.contains(&"smp_mb__after_srcu_read_unlock") {
         out.push(MB_AFTER_SRCU);
     }
-    if plain {
+    if plain && racy {
         out.push(PLAIN);
     }
     out
+}
+
+/// The stand-ins a test uses that order more than LKMM does, so that two
+/// accesses LKMM leaves unordered (a data race) happen-before one another
+/// here: read off the program text, conservatively.
+pub fn race_hiding_stand_ins(t: &Test) -> Vec<&'static str> {
+    let mut names = Vec::new();
+    let mut plain = false;
+    for th in &t.threads {
+        called(&th.body, &mut names, &mut plain);
+    }
+    let mut out = Vec::new();
+    if names.contains(&"rcu_dereference") {
+        out.push(RCU_DEREF);
+    }
+    if names.contains(&"smp_rmb") || names.contains(&"smp_wmb") {
+        out.push(RMB_WMB);
+    }
+    out
+}
+
+/// Whether the test makes a plain access: without one it cannot race.
+pub fn has_plain_access(t: &Test) -> bool {
+    let mut plain = false;
+    for th in &t.threads {
+        called(&th.body, &mut Vec::new(), &mut plain);
+    }
+    plain
 }
 
 /// A cycle of threads, each writing (after one of its reads) a location the

@@ -299,8 +299,9 @@ impl Review {
     }
 }
 
-/// One kind of outcome per [`Need`] kind, in general words: what an engine
-/// blind to it can never show.
+/// One kind of outcome per [`Need`] kind a model states, in general words:
+/// what an engine blind to it can never show. (`Need::HappensBefore` is the
+/// litmus judge's own, for its data-race flag: no model states it.)
 const OUTCOMES: [(Need, &str); 6] = [
     (
         Need::WeakMemory(""),

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use vfsmc::engine::EngineKind;
 use vfsmc::litmus::{judge_file, needs, Options, Verdict};
 use vfsmc_specs::litmus::ast::ErrorKind;
 use vfsmc_specs::litmus::parse::parse;
@@ -134,6 +135,75 @@ fn a_documented_stronger_stand_in_does_not_fail() {
     assert!(j.reason.contains("rcu_dereference"), "{}", j.text());
     let (code, out, _) = vfsmc(&["litmus", f.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
+    std::fs::remove_dir_all(&tmp).ok();
+}
+
+fn own_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/litmus")
+        .join(name)
+}
+
+/// The data-race flag is the engine's finding: loom finds the race in the
+/// files whose header names one, and in no other file of the repository.
+/// An engine with no happens-before (PCT) claims neither.
+#[test]
+fn the_data_race_flag_is_found_by_loom_only() {
+    for f in own_files() {
+        let j = judge_file(&f, Options::default()).expect("well formed");
+        if j.verdict == Verdict::Agree && j.observed.is_some() {
+            assert_eq!(j.data_race, j.expected_race, "{}", j.text());
+        }
+    }
+    let racy = own_file("plain-store+plain-load.litmus");
+    let pct = Options {
+        engine: EngineKind::Pct,
+        cap: 1_000,
+        ..Options::default()
+    };
+    let j = judge_file(&racy, pct).expect("well formed");
+    assert_eq!(j.data_race, None, "{}", j.text());
+    assert!(
+        j.reason.contains("data-race flag is not judged"),
+        "{}",
+        j.text()
+    );
+}
+
+/// A header that names a data race where loom sees none, or names none
+/// where loom sees one, fails the run: the flag is judged, not echoed.
+#[test]
+fn a_wrong_data_race_flag_fails() {
+    let tmp = std::env::temp_dir().join(format!("vfsmc-litmus-race-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let ordered = std::fs::read_to_string(own_file("plain-MP+release+acquire-if.litmus")).unwrap();
+    let wrong = tmp.join("MP-claimed-racy.litmus");
+    std::fs::write(
+        &wrong,
+        ordered.replace("Result: Never", "Result: Never DATARACE"),
+    )
+    .unwrap();
+    let j = judge_file(&wrong, Options::default()).unwrap();
+    assert_eq!(
+        (j.verdict.clone(), j.data_race),
+        (Verdict::Stronger, Some(false)),
+        "{}",
+        j.text()
+    );
+    let racy = std::fs::read_to_string(own_file("plain-race-if-flag-seen.litmus")).unwrap();
+    let wrong = tmp.join("race-claimed-absent.litmus");
+    std::fs::write(&wrong, racy.replace("Sometimes DATARACE", "Sometimes")).unwrap();
+    let j = judge_file(&wrong, Options::default()).unwrap();
+    assert_eq!(
+        (j.verdict.clone(), j.data_race),
+        (Verdict::Weaker, Some(true)),
+        "{}",
+        j.text()
+    );
+    let (code, out, _) = vfsmc(&["litmus", wrong.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(v["data_race"], serde_json::Value::Bool(true), "{v}");
     std::fs::remove_dir_all(&tmp).ok();
 }
 

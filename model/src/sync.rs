@@ -22,6 +22,11 @@
 //!   engine) sees exactly these operations as events, and takes every
 //!   `yield_now` for a failed round of a wait that will read the same
 //!   values again ([`yield_now`], [`yield_bounded`]).
+//! - only loom answers happens-before queries ([`epoch`], for reporting
+//!   data races): shuttle runs every access as `SeqCst`, so any atomic
+//!   access between two plain ones would order them, std has no clocks, and
+//!   the execution-graph runtime offers none. On those [`epoch`] is `None`
+//!   and a caller must not take "no race seen" for "no race".
 
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -458,5 +463,31 @@ pub fn fence(o: Ordering) {
         Backend::Shuttle => shuttle::sync::atomic::fence(o),
         Backend::Std => std::sync::atomic::fence(o),
         Backend::Graph => graph().fence(o),
+    }
+}
+
+/// A point of a model thread's history, for a data-race check that records
+/// a race instead of aborting the search (loom's `UnsafeCell` panics at the
+/// first one). loom's `causality::Epoch`, a vfsmc patch
+/// (vendor/loom/VFSMC-PATCHES.md, 3).
+#[derive(Clone, Copy, Debug)]
+pub struct Epoch(loom::causality::Epoch);
+
+/// The running model thread's point now, on a backend that tracks
+/// happens-before (loom); `None` on the others (see the module header). It
+/// advances the thread's own clock entry but is no scheduling point: a
+/// model that takes epochs explores the executions it explores without.
+pub fn epoch() -> Option<Epoch> {
+    match backend() {
+        Backend::Loom => Some(Epoch(loom::causality::Epoch::now())),
+        Backend::Shuttle | Backend::Std | Backend::Graph => None,
+    }
+}
+
+impl Epoch {
+    /// Whether the point this epoch stamps happens-before the running
+    /// thread's current point.
+    pub fn happens_before_now(&self) -> bool {
+        self.0.happens_before_now()
     }
 }

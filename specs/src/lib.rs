@@ -75,6 +75,9 @@ pub enum Need {
     /// per-run chance far below one over its budget; a bounded exhaustive
     /// search finds it at its bound.
     DeepSchedule(&'static str),
+    /// Accesses ordered or not by happens-before, as a data-race check asks
+    /// (`sync::epoch`).
+    HappensBefore(&'static str),
 }
 
 impl Need {
@@ -86,7 +89,8 @@ impl Need {
             | Need::WeakLockState(why)
             | Need::LkmmOrdering(why)
             | Need::AtomicRmw(why)
-            | Need::DeepSchedule(why) => why,
+            | Need::DeepSchedule(why)
+            | Need::HappensBefore(why) => why,
         }
     }
 }

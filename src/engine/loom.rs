@@ -39,7 +39,7 @@ impl Engine for Loom {
     /// a plain store can land inside an RMW.
     fn blind_to(&self, need: Need) -> bool {
         match need {
-            Need::WeakMemory(_) | Need::DeepSchedule(_) => false,
+            Need::WeakMemory(_) | Need::DeepSchedule(_) | Need::HappensBefore(_) => false,
             Need::LoadBuffering(_)
             | Need::WeakLockState(_)
             | Need::LkmmOrdering(_)

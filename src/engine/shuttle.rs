@@ -28,13 +28,15 @@ const SEQUENTIALLY_CONSISTENT: &str =
 /// A sequentially consistent engine sees no weak-memory outcome, but every
 /// ordering LKMM promises holds in it, and its RMWs are atomic. It samples
 /// schedules, so a bug that needs several preemptions in narrow windows is
-/// beyond its budget (PCT prints its per-run guarantee when asked).
+/// beyond its budget (PCT prints its per-run guarantee when asked). It has
+/// no happens-before to tell a data race by (`sync::epoch`).
 pub(super) fn sequentially_consistent_blind_to(need: Need) -> bool {
     match need {
         Need::WeakMemory(_)
         | Need::LoadBuffering(_)
         | Need::WeakLockState(_)
-        | Need::DeepSchedule(_) => true,
+        | Need::DeepSchedule(_)
+        | Need::HappensBefore(_) => true,
         Need::LkmmOrdering(_) | Need::AtomicRmw(_) => false,
     }
 }

@@ -25,6 +25,7 @@ use vfsmc_model::sync;
 use vfsmc_model::trace::{Context, Show};
 
 use super::ast::*;
+use super::race::{Pending, RaceLog, PLAIN_LOAD, PLAIN_STORE};
 
 /// The most threads one test may have: loom runs four spawned threads
 /// beside the one that starts them, which runs the fifth.
@@ -33,6 +34,9 @@ pub const MAX_THREADS: usize = 5;
 /// The invariant a runtime error of the test raises (a dereference of a
 /// value that is no address, an unlock of a lock not held).
 pub const LITMUS_ERROR: &str = "litmus_error";
+
+/// The invariant [`Seek::Race`] raises: LKMM's data-race flag.
+pub const DATA_RACE: &str = "data_race";
 
 const ADDR_TAG: u64 = 0x5a00_0000_0000_0000;
 
@@ -74,6 +78,10 @@ pub enum Seek {
     Satisfying,
     /// One that passes the filter and does not.
     Failing,
+    /// One that passes the filter and has a data race ([`super::race`]).
+    /// Only this search logs accesses, so the other two explore exactly
+    /// what they did before races were looked for.
+    Race,
 }
 
 /// A test ready to run: the parsed text and its locations' addresses.
@@ -221,10 +229,12 @@ struct Mem {
     /// This execution is one herd7 does not have: its final state is not
     /// judged.
     void: std::sync::atomic::AtomicBool,
+    /// The accesses, when the search looks for a data race.
+    races: Option<RaceLog>,
 }
 
 impl Mem {
-    fn new(p: &Program) -> Mem {
+    fn new(p: &Program, seek: Seek) -> Mem {
         let words = p
             .test
             .locations
@@ -257,6 +267,8 @@ impl Mem {
             rcu: Rcu::new(),
             orphaned: p.locks.iter().map(|_| Default::default()).collect(),
             void: Default::default(),
+            races: (seek == Seek::Race)
+                .then(|| RaceLog::new(p.test.locations.iter().map(|l| l.name.clone()).collect())),
         }
     }
 }
@@ -270,7 +282,7 @@ const PROCS: [&str; MAX_THREADS] = ["P0", "P1", "P2", "P3", "P4"];
 /// One execution of `p`: spawn the threads, join them, judge the final
 /// state; raises `exists` if it is the state `seek` looks for.
 pub fn execute(p: &Arc<Program>, seek: Seek) {
-    let mem = Arc::new(Mem::new(p));
+    let mem = Arc::new(Mem::new(p, seek));
     let n = p.test.threads.len();
     let regs: Arc<Mutex<Vec<Regs>>> = Arc::new(Mutex::new(vec![Vec::new(); n]));
     let run = |i: usize, p: &Program, mem: &Mem, regs: &Mutex<Vec<Regs>>| {
@@ -308,10 +320,16 @@ pub fn execute(p: &Arc<Program>, seek: Seek) {
             return;
         }
     }
+    if let Some(races) = &mem.races {
+        if let Some(race) = races.first() {
+            exec::check_final("main", DATA_RACE, || Err(format!("{race}: {}", o.render())));
+        }
+        return;
+    }
     let sat = o.holds(&p.test.cond);
     let hit = match seek {
         Seek::Satisfying => sat,
-        Seek::Failing => !sat,
+        Seek::Failing | Seek::Race => !sat,
     };
     if hit {
         exec::check_final("main", "exists", || {
@@ -433,6 +451,39 @@ impl<'a> Interp<'a> {
         }
     }
 
+    /// Stamps an access of location `loc` when the search looks for races.
+    fn race_before(&self, loc: usize, plain: bool) -> Option<Pending> {
+        self.mem.races.as_ref()?.before(loc, self.thread, plain)
+    }
+
+    /// Logs the access `race` stamped, now that its operation is done.
+    fn race_after(&self, race: Option<Pending>, write: bool, how: &'static str) {
+        if let Some(races) = &self.mem.races {
+            races.after(race, write, how, &PROCS);
+        }
+    }
+
+    /// `atomic_add_unless(v, a, u)`: adds `a` unless the word is `u`;
+    /// whether it added.
+    fn add_unless(&self, l: usize, a: u64, u: u64) -> bool {
+        let (t, w) = (self.t, &self.mem.words[l]);
+        if (a, u) == (1, 0) {
+            return w.atomic_inc_not_zero(t);
+        }
+        let mut v = w.atomic_read(t);
+        loop {
+            if v == u {
+                return false;
+            }
+            let seen = w.cmpxchg(t, v, v.wrapping_add(a));
+            if seen == v {
+                return true;
+            }
+            v = seen;
+            sync::yield_now();
+        }
+    }
+
     fn fail(&self, pos: Pos, what: String) -> ! {
         exec::raise(
             PROCS[self.thread],
@@ -468,7 +519,9 @@ impl<'a> Interp<'a> {
                     Target::Mem(e) => {
                         let loc = self.deref(e, expr_pos(e));
                         let v = self.eval(value);
+                        let race = self.race_before(loc, true);
                         self.mem.words[loc].store_plain(self.t, v);
+                        self.race_after(race, true, PLAIN_STORE);
                     }
                 },
                 Stmt::Expr(e) => {
@@ -551,7 +604,10 @@ impl<'a> Interp<'a> {
             }
             Expr::Deref(inner, pos) => {
                 let l = self.deref(inner, *pos);
-                self.mem.words[l].load_plain(self.t)
+                let race = self.race_before(l, true);
+                let v = self.mem.words[l].load_plain(self.t);
+                self.race_after(race, false, PLAIN_LOAD);
+                v
             }
             Expr::AddrOf(inner, pos) => match &**inner {
                 Expr::Deref(x, _) => self.eval(x),
@@ -613,25 +669,30 @@ impl<'a> Interp<'a> {
             Func::Load(_) => {
                 let l = self.loc_arg(&c.args[0], pos);
                 let w = &self.mem.words[l];
-                match c.name {
+                let race = self.race_before(l, false);
+                let v = match c.name {
                     "smp_load_acquire" => w.load_acquire(t),
                     "rcu_dereference" => w.rcu_dereference(t),
                     "rcu_access_pointer" => w.rcu_access_pointer(t),
                     "atomic_read" => w.atomic_read(t),
                     "atomic_read_acquire" => w.atomic_read_acquire(t),
                     _ => w.read_once(t),
-                }
+                };
+                self.race_after(race, false, c.name);
+                v
             }
             Func::Store(_) => {
                 let l = self.loc_arg(&c.args[0], pos);
                 let v = self.eval(&c.args[1]);
                 let w = &self.mem.words[l];
+                let race = self.race_before(l, false);
                 match c.name {
                     "smp_store_release" | "atomic_set_release" => w.store_release(t, v),
                     "rcu_assign_pointer" => w.rcu_assign_pointer(t, v),
                     "atomic_set" => w.atomic_set(t, v),
                     _ => w.write_once(t, v),
                 }
+                self.race_after(race, true, c.name);
                 0
             }
             Func::Rmw {
@@ -657,7 +718,9 @@ impl<'a> Interp<'a> {
                     RmwOp::AndNot => RmwArith::AndNot(d),
                     RmwOp::Set => RmwArith::Set(d),
                 };
+                let race = self.race_before(l, false);
                 let old = self.mem.words[l].rmw_ordered(t, c.name, rmw_order(order), arith);
+                self.race_after(race, true, c.name);
                 let new = match op {
                     RmwOp::Add => old.wrapping_add(d),
                     RmwOp::Sub => old.wrapping_sub(d),
@@ -678,7 +741,11 @@ impl<'a> Interp<'a> {
                 let l = self.loc_arg(&c.args[0], pos);
                 let old = self.eval(&c.args[1]);
                 let new = self.eval(&c.args[2]);
-                self.mem.words[l].cmpxchg_ordered(t, c.name, rmw_order(order), old, new)
+                let race = self.race_before(l, false);
+                let seen = self.mem.words[l].cmpxchg_ordered(t, c.name, rmw_order(order), old, new);
+                // A failed cmpxchg only reads.
+                self.race_after(race, seen == old, c.name);
+                seen
             }
             Func::AddUnless { inc_not_zero } => {
                 let l = self.loc_arg(&c.args[0], pos);
@@ -687,22 +754,10 @@ impl<'a> Interp<'a> {
                 } else {
                     (self.eval(&c.args[1]), self.eval(&c.args[2]))
                 };
-                let w = &self.mem.words[l];
-                if (a, u) == (1, 0) {
-                    return u64::from(w.atomic_inc_not_zero(t));
-                }
-                let mut v = w.atomic_read(t);
-                loop {
-                    if v == u {
-                        return 0;
-                    }
-                    let seen = w.cmpxchg(t, v, v.wrapping_add(a));
-                    if seen == v {
-                        return 1;
-                    }
-                    v = seen;
-                    sync::yield_now();
-                }
+                let race = self.race_before(l, false);
+                let added = self.add_unless(l, a, u);
+                self.race_after(race, added, c.name);
+                u64::from(added)
             }
             Func::SmpMb => {
                 smp_mb(t);

@@ -56,6 +56,7 @@
 pub mod ast;
 pub mod interp;
 pub mod parse;
+pub mod race;
 
 use std::sync::{Arc, LazyLock};
 

@@ -60,7 +60,11 @@ impl Engine for Optimal {
         match need {
             Need::DeepSchedule(_) | Need::AtomicRmw(_) => false,
             Need::WeakMemory(_) => self.0 == Model::Sc,
-            Need::LoadBuffering(_) | Need::WeakLockState(_) | Need::LkmmOrdering(_) => true,
+            // Its runtime offers no happens-before query (`sync::epoch`).
+            Need::LoadBuffering(_)
+            | Need::WeakLockState(_)
+            | Need::LkmmOrdering(_)
+            | Need::HappensBefore(_) => true,
         }
     }
 
