@@ -533,29 +533,36 @@ impl Rcu {
 
     /// kernel/rcu/tree.c:rcu_barrier (name only, not re-read; the contract of
     /// Documentation/RCU/rcubarrier.rst as the brief gives it): returns once every callback queued
-    /// before the call has been invoked. While the GP kthread runs it invokes
-    /// them and this waits for its ticket (as deactivate_locked_super waits
-    /// during an unmount); once it stopped, this runs a grace period and the
-    /// callbacks itself.
+    /// before the call has been invoked. Until [`Rcu::quiesce`] stopped the
+    /// GP kthread, the kthread invokes them and this waits for its ticket (as
+    /// deactivate_locked_super waits during an unmount; every call_rcu
+    /// starts the kthread if none has, so a ticket read has one coming).
+    /// Once it stopped, this runs a grace period and the callbacks itself.
+    ///
+    /// Which of the two it does follows from the ticket this thread read and
+    /// from `Stopped`, which only the thread that joined every other sets:
+    /// never from whether another thread's call_rcu has started the kthread
+    /// yet. No engine read orders that ghost state, so the optimal engine
+    /// could keep this thread's wait and revisit away the call that started
+    /// the kthread, and the replay would take the other branch.
     pub fn rcu_barrier(&self, t: &Task) {
-        let running = matches!(
-            *ghost(&self.0.kthread),
-            Kthread::Starting | Kthread::Running(_)
-        );
-        if running {
-            let upto = self.0.queued.load(Ordering::Acquire);
-            let mut wake = self.0.wake_lock.lock();
-            while self.0.invoked.load(Ordering::Acquire) < upto {
-                wake = self.0.wake.wait(wake);
+        if matches!(*ghost(&self.0.kthread), Kthread::Stopped) {
+            let (_, batch) = self.take_batch();
+            if !batch.is_empty() {
+                self.grace_period(t, "rcu_barrier");
+                self.run_callbacks(t, batch);
             }
-            drop(wake);
             return;
         }
-        let (_, batch) = self.take_batch();
-        if !batch.is_empty() {
-            self.grace_period(t, "rcu_barrier");
-            self.run_callbacks(t, batch);
+        let upto = self.0.queued.load(Ordering::Acquire);
+        if upto == 0 {
+            return;
         }
+        let mut wake = self.0.wake_lock.lock();
+        while self.0.invoked.load(Ordering::Acquire) < upto {
+            wake = self.0.wake.wait(wake);
+        }
+        drop(wake);
     }
 }
 
