@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use vfsmc::engine::EngineKind;
-use vfsmc::litmus::{judge_file, needs, Options, Verdict};
+use vfsmc::litmus::{judge_file, needs, Judged, Options, Verdict};
 use vfsmc_specs::litmus::ast::ErrorKind;
 use vfsmc_specs::litmus::parse::parse;
 
@@ -170,36 +170,48 @@ fn the_data_race_flag_is_found_by_loom_only() {
     );
 }
 
+/// Judges a copy of the repository file `own` written to `dir/name` with
+/// `from` replaced by `to` (a header edited to claim something else).
+fn judge_edited(dir: &Path, own: &str, from: &str, to: &str, name: &str) -> Judged {
+    let text = std::fs::read_to_string(own_file(own)).unwrap();
+    let edited = dir.join(name);
+    std::fs::write(&edited, text.replace(from, to)).unwrap();
+    judge_file(&edited, Options::default()).unwrap()
+}
+
 /// A header that names a data race where loom sees none, or names none
 /// where loom sees one, fails the run: the flag is judged, not echoed.
 #[test]
 fn a_wrong_data_race_flag_fails() {
     let tmp = std::env::temp_dir().join(format!("vfsmc-litmus-race-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
-    let ordered = std::fs::read_to_string(own_file("plain-MP+release+acquire-if.litmus")).unwrap();
-    let wrong = tmp.join("MP-claimed-racy.litmus");
-    std::fs::write(
-        &wrong,
-        ordered.replace("Result: Never", "Result: Never DATARACE"),
-    )
-    .unwrap();
-    let j = judge_file(&wrong, Options::default()).unwrap();
+    let j = judge_edited(
+        &tmp,
+        "plain-MP+release+acquire-if.litmus",
+        "Result: Never",
+        "Result: Never DATARACE",
+        "MP-claimed-racy.litmus",
+    );
     assert_eq!(
         (j.verdict.clone(), j.data_race),
         (Verdict::Stronger, Some(false)),
         "{}",
         j.text()
     );
-    let racy = std::fs::read_to_string(own_file("plain-race-if-flag-seen.litmus")).unwrap();
-    let wrong = tmp.join("race-claimed-absent.litmus");
-    std::fs::write(&wrong, racy.replace("Sometimes DATARACE", "Sometimes")).unwrap();
-    let j = judge_file(&wrong, Options::default()).unwrap();
+    let j = judge_edited(
+        &tmp,
+        "plain-race-if-flag-seen.litmus",
+        "Sometimes DATARACE",
+        "Sometimes",
+        "race-claimed-absent.litmus",
+    );
     assert_eq!(
         (j.verdict.clone(), j.data_race),
         (Verdict::Weaker, Some(true)),
         "{}",
         j.text()
     );
+    let wrong = tmp.join("race-claimed-absent.litmus");
     let (code, out, _) = vfsmc(&["litmus", wrong.to_str().unwrap(), "--format", "json"]);
     assert_eq!(code, 1, "{out}");
     let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
