@@ -5,25 +5,43 @@
 //! rows and lock spans.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use vfsmc::corpus::{self, Entry};
 use vfsmc::diagram::{self, Diagram};
+use vfsmc::pool;
 use vfsmc_model::driver::Record;
 use vfsmc_model::trace::Effect;
 
-/// Every corpus file's replayed trace, with the file's name.
-fn traces() -> Vec<(String, Record)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
-    let mut out = Vec::new();
-    for f in corpus::files(&dir).expect("corpus/ is readable") {
-        let name = f.display().to_string();
-        let text = std::fs::read_to_string(&f).unwrap();
-        let entry = Entry::parse(&name, &text).unwrap_or_else(|e| panic!("{e}"));
-        let report = corpus::replay(&name, &entry).unwrap_or_else(|e| panic!("{e}"));
-        out.push((name, report.record.expect("a corpus seed fails")));
-    }
-    assert!(!out.is_empty(), "corpus/ holds no file");
-    out
+/// Every corpus file's replayed trace, with the file's name: replayed once
+/// per process on the pool (both tests draw the same traces).
+fn traces() -> &'static [(String, Record)] {
+    static TRACES: OnceLock<Vec<(String, Record)>> = OnceLock::new();
+    TRACES.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+        let files = corpus::files(&dir).expect("corpus/ is readable");
+        assert!(!files.is_empty(), "corpus/ holds no file");
+        let jobs = pool::jobs(None).unwrap_or_else(|e| panic!("{e}"));
+        let mut out = Vec::new();
+        pool::ordered(
+            jobs,
+            files.len(),
+            |i| replayed(&files[i]),
+            |_, t| {
+                out.push(t);
+                true
+            },
+        );
+        out
+    })
+}
+
+fn replayed(f: &Path) -> (String, Record) {
+    let name = f.display().to_string();
+    let text = std::fs::read_to_string(f).unwrap();
+    let entry = Entry::parse(&name, &text).unwrap_or_else(|e| panic!("{e}"));
+    let report = corpus::replay(&name, &entry).unwrap_or_else(|e| panic!("{e}"));
+    (name, report.record.expect("a corpus seed fails"))
 }
 
 fn thread_names_with_steps(r: &Record) -> Vec<&'static str> {
