@@ -78,7 +78,7 @@ fn attr(n: &roxmltree::Node, a: &str) -> String {
 #[test]
 fn every_corpus_trace_draws_as_svg_with_its_lanes_and_rows() {
     for (name, rec) in traces() {
-        let svg = diagram::svg(&Diagram::of(&name, &rec));
+        let svg = diagram::svg(&Diagram::of(name, rec));
         let doc = roxmltree::Document::parse(&svg)
             .unwrap_or_else(|e| panic!("{name}: the SVG is not XML: {e}\n{svg}"));
         assert_eq!(doc.root_element().tag_name().name(), "svg", "{name}");
@@ -86,7 +86,7 @@ fn every_corpus_trace_draws_as_svg_with_its_lanes_and_rows() {
         let lanes = class(&doc, "lane");
         let mut threads: Vec<String> = lanes.iter().map(|l| attr(l, "data-thread")).collect();
         threads.sort_unstable();
-        assert_eq!(threads, thread_names_with_steps(&rec), "{name}: lanes");
+        assert_eq!(threads, thread_names_with_steps(rec), "{name}: lanes");
         for l in &lanes {
             assert!(!attr(l, "data-context").is_empty(), "{name}: lane context");
         }
@@ -114,7 +114,7 @@ fn every_corpus_trace_draws_as_svg_with_its_lanes_and_rows() {
 
         assert_eq!(
             class(&doc, "lock").len(),
-            acquisitions(&rec),
+            acquisitions(rec),
             "{name}: lock bars"
         );
         let violation = class(&doc, "violation");
@@ -159,7 +159,7 @@ fn without_entities(text: &str) -> String {
 #[test]
 fn every_corpus_trace_draws_as_mermaid_with_its_lanes_and_rows() {
     for (name, rec) in traces() {
-        let d = Diagram::of(&name, &rec);
+        let d = Diagram::of(name, rec);
         let m = diagram::mermaid(&d);
         let lines: Vec<&str> = m.lines().collect();
         assert_eq!(lines[0], "sequenceDiagram", "{name}");
@@ -171,7 +171,7 @@ fn every_corpus_trace_draws_as_mermaid_with_its_lanes_and_rows() {
         };
         assert_eq!(
             count("participant "),
-            thread_names_with_steps(&rec).len(),
+            thread_names_with_steps(rec).len(),
             "{name}"
         );
         assert_eq!(
@@ -179,7 +179,7 @@ fn every_corpus_trace_draws_as_mermaid_with_its_lanes_and_rows() {
             rec.steps.len() + d.violation.len(),
             "{name}: a note per step and per violation line"
         );
-        assert_eq!(count("activate "), acquisitions(&rec), "{name}: lock spans");
+        assert_eq!(count("activate "), acquisitions(rec), "{name}: lock spans");
         assert!(count("deactivate ") <= count("activate "), "{name}");
         for l in lines.iter().filter(|l| l.contains("Note over")) {
             let text = without_entities(l.split_once(": ").map_or("", |x| x.1));
