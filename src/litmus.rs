@@ -557,7 +557,7 @@ fn other(mut j: Judged, n: usize, inv: &str, msg: &str) -> Judged {
     j
 }
 
-const NO_HB: &str = "the engine answers no happens-before query (model/src/sync.rs, `epoch`: \
+const NO_HB: &str = "the engine answers no happens-before query (model/rt/src/sync.rs, `epoch`: \
      only loom does), so it cannot tell a data race";
 const NO_LB: &str = "load buffering: the outcome needs a load to read a store that is po-after \
      a load of the same thread's partner (a read-then-write cycle); loom never lets a load read \

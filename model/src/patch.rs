@@ -18,9 +18,8 @@
 //! A base (a kernel release, `Base::V6_10`) is a whole version, not a
 //! site: its differences are measured by the traces, not here.
 
-use std::panic::Location;
-
-use crate::exec;
+pub use vfsmc_runtime::patch::Hit;
+pub(crate) use vfsmc_runtime::patch::{exit, site};
 
 /// One site or exit in the model's source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,38 +73,4 @@ pub fn names() -> Vec<&'static str> {
     all.sort_unstable();
     all.dedup();
     all
-}
-
-/// One site or exit as an execution recorded it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Hit {
-    pub file: &'static str,
-    pub line: u32,
-    /// The variant's branch was chosen (always, for an exit).
-    pub taken: bool,
-}
-
-/// A site ran here: `taken` when it chose the variant's branch. Returns
-/// `taken`, so a selector is `site(self.bug == Some(bug))`.
-#[track_caller]
-pub(crate) fn site(taken: bool) -> bool {
-    record(Location::caller(), taken);
-    taken
-}
-
-/// An exit of a changed region ran here.
-#[track_caller]
-pub(crate) fn exit() {
-    record(Location::caller(), true);
-}
-
-fn record(at: &'static Location<'static>, taken: bool) {
-    if !exec::active() {
-        return;
-    }
-    exec::hit(Hit {
-        file: at.file(),
-        line: at.line(),
-        taken,
-    });
 }

@@ -175,7 +175,7 @@ type Observe = Box<dyn Fn() -> String + Send + Sync>;
 
 /// One edge of the lock-order graph: `from` was held when `to` was taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct LockEdge {
+pub struct LockEdge {
     pub from: (Name, u8),
     pub to: (Name, u8),
     pub thread: Name,
@@ -185,7 +185,7 @@ pub(crate) struct LockEdge {
 
 /// What one execution leaves behind, kept for the length of a search and
 /// reset (capacity kept) at the start of each execution.
-pub(crate) struct State {
+pub struct State {
     pub threads: Vec<Name>,
     pub steps: Vec<Step>,
     pub violation: Option<Violation>,
@@ -243,7 +243,7 @@ impl State {
     }
 }
 
-pub(crate) struct Inner {
+pub struct Inner {
     pub state: Mutex<State>,
     checks: Mutex<Vec<(&'static str, StepCheck)>>,
     observer: Mutex<Option<Observe>>,
@@ -256,7 +256,7 @@ pub(crate) struct Inner {
 
 /// Handle to the execution being explored on this OS thread.
 #[derive(Clone)]
-pub struct Exec(pub(crate) Arc<Inner>);
+pub struct Exec(pub Arc<Inner>);
 
 thread_local! {
     static CURRENT: RefCell<Option<Exec>> = const { RefCell::new(None) };
@@ -266,7 +266,7 @@ thread_local! {
 #[derive(Debug)]
 pub struct ViolationRaised;
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -275,7 +275,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 const STEP_CAPACITY: usize = 4096;
 
 impl Exec {
-    pub(crate) fn new(recording: bool) -> Exec {
+    pub fn new(recording: bool) -> Exec {
         // Every buffer is sized once, for the whole search, so recording a
         // step or checking an invariant never allocates.
         let state = State {
@@ -303,13 +303,13 @@ impl Exec {
 
     /// Starts the next execution: forgets the last one's steps, checks and
     /// observer, keeping the buffers.
-    pub(crate) fn reset(&self) {
+    pub fn reset(&self) {
         lock(&self.0.state).reset();
         lock(&self.0.checks).clear();
         *lock(&self.0.observer) = None;
     }
 
-    pub(crate) fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+    pub fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         f(&mut lock(&self.0.state))
     }
 
@@ -318,7 +318,7 @@ impl Exec {
     }
 
     /// Makes this execution current on this OS thread until the guard drops.
-    pub(crate) fn enter(&self) -> CurrentGuard {
+    pub fn enter(&self) -> CurrentGuard {
         CurrentGuard(CURRENT.with(|c| c.replace(Some(self.clone()))))
     }
 
@@ -333,7 +333,7 @@ impl Exec {
 }
 
 /// Restores the previous current execution on drop.
-pub(crate) struct CurrentGuard(Option<Exec>);
+pub struct CurrentGuard(Option<Exec>);
 
 impl Drop for CurrentGuard {
     fn drop(&mut self) {
@@ -343,11 +343,11 @@ impl Drop for CurrentGuard {
 }
 
 /// Whether an execution is being explored on this OS thread.
-pub(crate) fn active() -> bool {
+pub fn active() -> bool {
     CURRENT.with(|c| c.borrow().is_some())
 }
 
-pub(crate) fn with_current<R>(f: impl FnOnce(&Exec) -> R) -> R {
+pub fn with_current<R>(f: impl FnOnce(&Exec) -> R) -> R {
     CURRENT.with(|c| {
         f(c.borrow()
             .as_ref()
@@ -405,7 +405,7 @@ pub fn atomic_section() -> Section {
 ///
 /// # Panics
 /// When an execution creates more tasks than [`MAX_TASKS`].
-pub(crate) fn claim_sched_rcu(column: u8) -> Arc<sync::AtomicU64> {
+pub fn claim_sched_rcu(column: u8) -> Arc<sync::AtomicU64> {
     let i = usize::from(column);
     assert!(
         i < MAX_TASKS,
@@ -420,7 +420,7 @@ pub(crate) fn claim_sched_rcu(column: u8) -> Arc<sync::AtomicU64> {
 /// [`sched_rcu_claimed`]). Done at the task's first region, not when it is
 /// created: an RMW of one shared word by every new task would make loom
 /// order all task starts against each other.
-pub(crate) fn sync_sched_rcu_claim(column: u8) {
+pub fn sync_sched_rcu_claim(column: u8) {
     let claims = with_current(|e| e.with_state(claims_word));
     claims.fetch_or(1 << column, sync::Ordering::AcqRel);
 }
@@ -433,7 +433,7 @@ fn claims_word(s: &mut State) -> Arc<sync::AtomicU64> {
 
 /// Where grace periods wait for RCU-sched regions to end (see
 /// `kernel::rcu`'s sleeping grace period).
-pub(crate) fn sched_rcu_wake() -> Arc<(sync::Mutex, sync::Condvar)> {
+pub fn sched_rcu_wake() -> Arc<(sync::Mutex, sync::Condvar)> {
     with_current(|e| {
         e.with_state(|s| {
             s.sched_rcu_wake
@@ -449,7 +449,7 @@ pub(crate) fn sched_rcu_wake() -> Arc<(sync::Mutex, sync::Condvar)> {
 /// everything before it (the scheme of `kernel::rcu`'s reader slots). The
 /// words follow from the value read, never from ghost state, so an engine
 /// that replays an execution graph sees the same accesses.
-pub(crate) fn sched_rcu_claimed() -> Vec<(u8, Arc<sync::AtomicU64>)> {
+pub fn sched_rcu_claimed() -> Vec<(u8, Arc<sync::AtomicU64>)> {
     let (claims, words) = with_current(|e| e.with_state(|s| (claims_word(s), s.sched_rcu.clone())));
     let mask = claims.fetch_or(0, sync::Ordering::AcqRel);
     (0..MAX_TASKS)
@@ -485,7 +485,7 @@ pub fn observe(render: impl Fn() -> String + Send + Sync + 'static) {
 
 /// Registers a trace column for a logical thread (call in spawn order) and
 /// returns its number.
-pub(crate) fn column(name: Name) -> u8 {
+pub fn column(name: Name) -> u8 {
     with_current(|e| {
         e.with_state(|s| {
             let i = match s.threads.iter().position(|c| *c == name) {
@@ -520,7 +520,7 @@ where
 }
 
 /// What became of a step handed to [`record`].
-pub(crate) enum Recorded {
+pub enum Recorded {
     /// Not recorded: the trace is frozen or the search does not record.
     Skipped,
     /// Recorded; every invariant holds.
@@ -530,7 +530,7 @@ pub(crate) enum Recorded {
 }
 
 /// Records `step` and checks the invariants.
-pub(crate) fn record(step: Step) -> Recorded {
+pub fn record(step: Step) -> Recorded {
     with_current(|e| {
         if !e.recording() {
             return Recorded::Skipped;
@@ -561,7 +561,7 @@ pub(crate) fn record(step: Step) -> Recorded {
 }
 
 /// Marks a reachability tracepoint as hit in this execution.
-pub(crate) fn tracepoint(name: &'static str) {
+pub fn tracepoint(name: &'static str) {
     with_current(|e| {
         e.with_state(|s| {
             if !s.frozen && !s.reached.contains(&name) {
@@ -572,7 +572,7 @@ pub(crate) fn tracepoint(name: &'static str) {
 }
 
 /// Records that a variant site or exit ran ([`crate::patch`]).
-pub(crate) fn hit(h: crate::patch::Hit) {
+pub fn hit(h: crate::patch::Hit) {
     with_current(|e| {
         e.with_state(|s| {
             if !s.frozen && !s.hits.contains(&h) {
@@ -583,7 +583,7 @@ pub(crate) fn hit(h: crate::patch::Hit) {
 }
 
 /// Adds `n` to `counter` of operation `op`.
-pub(crate) fn cost(op: &'static str, counter: Counter, n: u64) {
+pub fn cost(op: &'static str, counter: Counter, n: u64) {
     with_current(|e| {
         e.with_state(|s| {
             if !s.frozen {
@@ -595,7 +595,7 @@ pub(crate) fn cost(op: &'static str, counter: Counter, n: u64) {
 
 /// Counts a write of `word` by operation `op`: a store, and a dirtied word
 /// the first time `op` writes it in this execution.
-pub(crate) fn wrote(op: &'static str, word: Name) {
+pub fn wrote(op: &'static str, word: Name) {
     with_current(|e| {
         e.with_state(|s| {
             if s.frozen {
@@ -611,7 +611,7 @@ pub(crate) fn wrote(op: &'static str, word: Name) {
 }
 
 /// Counts an acquisition of a lock of `class` by operation `op`.
-pub(crate) fn took_lock(op: &'static str, class: Name) {
+pub fn took_lock(op: &'static str, class: Name) {
     with_current(|e| {
         e.with_state(|s| {
             if !s.frozen {
@@ -622,7 +622,7 @@ pub(crate) fn took_lock(op: &'static str, class: Name) {
 }
 
 /// Counts one call of operation `op`.
-pub(crate) fn call(op: &'static str) {
+pub fn call(op: &'static str) {
     with_current(|e| {
         e.with_state(|s| {
             if !s.frozen {
