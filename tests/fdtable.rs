@@ -127,11 +127,10 @@ mod sequential_reference {
 
     proptest! {
         #![proptest_config(ProptestConfig {
-            cases: 128,
             failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
                 "proptest-regressions/fdtable.txt",
             ))),
-            ..ProptestConfig::default()
+            ..crate::common::proptest_config(128)
         })]
 
         /// open (O_PATH, O_CLOEXEC, refused by an LSM)/close/close_range/

@@ -115,7 +115,7 @@ fn sequential(variant: &'static str, objects: u64, ops: Vec<Op>) -> Result<(), S
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(crate::common::proptest_config(64))]
 
     /// A single task's alloc/free sequence returns what a multiset of free
     /// objects allows, for the kernel's design and for the proposal.

@@ -115,11 +115,10 @@ fn seq_op() -> impl Strategy<Value = SeqOp> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 512,
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
             "proptest-regressions/nonblock_sequential.txt",
         ))),
-        ..ProptestConfig::default()
+        ..crate::common::proptest_config(512)
     })]
 
     /// Random request mixes between namespace changes: every CQE is

@@ -114,11 +114,10 @@ mod generated {
 
     proptest! {
         #![proptest_config(ProptestConfig {
-            cases: 1024,
             failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
                 "proptest-regressions/open_creat_sequential.txt",
             ))),
-            ..ProptestConfig::default()
+            ..crate::common::proptest_config(1024)
         })]
 
         /// Opens with and without O_CREAT and O_EXCL (of existing and

@@ -4,6 +4,8 @@
 //! (written from path_resolution(7) and the man pages), and no invariant
 //! of the model fires.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
@@ -153,11 +155,10 @@ mod generated {
 
     proptest! {
         #![proptest_config(ProptestConfig {
-            cases: 1024,
             failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
                 "proptest-regressions/unlazy_sequential.txt",
             ))),
-            ..ProptestConfig::default()
+            ..crate::common::proptest_config(1024)
         })]
 
         /// Renames, unlinks, mkdirs, creates and evictions (the ones the
