@@ -11,7 +11,7 @@
 //! scenario reaches it; an unlisted one fails the gate, and so does a
 //! listed one that is reached now (the list must not rot).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 /// The folders (and files) whose unreached failure exits must be listed.
@@ -28,7 +28,17 @@ pub struct FileCounts {
     pub lines: BTreeMap<u32, u64>,
     /// Functions by their first line, with their call counts.
     pub functions: BTreeMap<u32, u64>,
+    /// Lines whose count wrapped below zero: llvm-cov derives a region's
+    /// count from counters (entries minus the ways out), and an execution
+    /// that ends by unwinding through a region (a violation, loom ending a
+    /// blocked thread) leaves the difference negative. The true count is
+    /// unknown, so such a line counts as unreached (another record of the
+    /// same file still adds its count).
+    pub wrapped: BTreeSet<u32>,
 }
+
+/// A line count above this is a wrapped difference, not a count.
+const WRAPPED: u64 = i64::MAX as u64;
 
 /// Parses an lcov file into per-file counts, keyed by the path from
 /// `model/src/` on (files outside the model are dropped).
@@ -50,7 +60,12 @@ pub fn parse_lcov(text: &str) -> BTreeMap<String, FileCounts> {
             let mut it = rest.split(',');
             if let (Some(l), Some(c)) = (it.next(), it.next()) {
                 if let (Ok(l), Ok(c)) = (l.parse(), c.parse::<u64>()) {
-                    *counts.lines.entry(l).or_default() += c;
+                    let n = counts.lines.entry(l).or_default();
+                    if c > WRAPPED {
+                        counts.wrapped.insert(l);
+                    } else {
+                        *n = n.saturating_add(c);
+                    }
                 }
             }
         } else if let Some(rest) = line.strip_prefix("FN:") {
@@ -239,6 +254,19 @@ pub fn report(
     for f in &never_entered {
         let _ = writeln!(out, "  {f}");
     }
+    let wrapped: Vec<String> = counts
+        .iter()
+        .flat_map(|(file, c)| c.wrapped.iter().map(move |l| format!("{file}:{l}")))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nLines whose count wrapped below zero (llvm-cov's counter arithmetic where executions \
+         unwound through the region), counted unreached ({}):",
+        wrapped.len()
+    );
+    for w in &wrapped {
+        let _ = writeln!(out, "  {w}");
+    }
     let n = other_returns.len();
     let _ = writeln!(out, "\nOther early returns no scenario reached ({n}):");
     for r in &other_returns {
@@ -376,6 +404,22 @@ mod tests {
         .unwrap();
         let (text, pass) = report(&counts, src, &list);
         assert!(pass, "{text}");
+    }
+
+    #[test]
+    fn a_wrapped_count_is_no_proof_that_a_failure_exit_ran() {
+        let lcov = LCOV.replace("DA:3,0", "DA:3,18446744073709551546");
+        let counts = parse_lcov(&lcov);
+        let (text, pass) = report(&counts, |_| Some(SRC.to_string()), &[]);
+        assert!(!pass, "{text}");
+        assert!(
+            text.contains("model/src/vfs/x.rs:3 x: return false;"),
+            "{text}"
+        );
+        assert!(
+            text.contains("counted unreached (1):\n  model/src/vfs/x.rs:3\n"),
+            "{text}"
+        );
     }
 
     #[test]
