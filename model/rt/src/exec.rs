@@ -13,6 +13,11 @@
 //! invariants read the model's ghost state by reference. The engine side of
 //! the same state (starting executions, materialising a trace) is
 //! [`crate::driver`], which models never use.
+//!
+//! Since this module lives in its own crate (model/rt), what the kernel
+//! primitives of the model crate record through it (steps, costs, lock
+//! edges, the RCU-sched words) is `pub`; what only the driver and the
+//! recording of variant sites use stays private to this crate.
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -243,7 +248,7 @@ impl State {
     }
 }
 
-pub struct Inner {
+pub(crate) struct Inner {
     pub state: Mutex<State>,
     checks: Mutex<Vec<(&'static str, StepCheck)>>,
     observer: Mutex<Option<Observe>>,
@@ -256,7 +261,7 @@ pub struct Inner {
 
 /// Handle to the execution being explored on this OS thread.
 #[derive(Clone)]
-pub struct Exec(pub Arc<Inner>);
+pub struct Exec(pub(crate) Arc<Inner>);
 
 thread_local! {
     static CURRENT: RefCell<Option<Exec>> = const { RefCell::new(None) };
@@ -266,7 +271,7 @@ thread_local! {
 #[derive(Debug)]
 pub struct ViolationRaised;
 
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -275,7 +280,7 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 const STEP_CAPACITY: usize = 4096;
 
 impl Exec {
-    pub fn new(recording: bool) -> Exec {
+    pub(crate) fn new(recording: bool) -> Exec {
         // Every buffer is sized once, for the whole search, so recording a
         // step or checking an invariant never allocates.
         let state = State {
@@ -303,7 +308,7 @@ impl Exec {
 
     /// Starts the next execution: forgets the last one's steps, checks and
     /// observer, keeping the buffers.
-    pub fn reset(&self) {
+    pub(crate) fn reset(&self) {
         lock(&self.0.state).reset();
         lock(&self.0.checks).clear();
         *lock(&self.0.observer) = None;
@@ -318,7 +323,7 @@ impl Exec {
     }
 
     /// Makes this execution current on this OS thread until the guard drops.
-    pub fn enter(&self) -> CurrentGuard {
+    pub(crate) fn enter(&self) -> CurrentGuard {
         CurrentGuard(CURRENT.with(|c| c.replace(Some(self.clone()))))
     }
 
@@ -333,7 +338,7 @@ impl Exec {
 }
 
 /// Restores the previous current execution on drop.
-pub struct CurrentGuard(Option<Exec>);
+pub(crate) struct CurrentGuard(Option<Exec>);
 
 impl Drop for CurrentGuard {
     fn drop(&mut self) {
@@ -343,7 +348,7 @@ impl Drop for CurrentGuard {
 }
 
 /// Whether an execution is being explored on this OS thread.
-pub fn active() -> bool {
+pub(crate) fn active() -> bool {
     CURRENT.with(|c| c.borrow().is_some())
 }
 
@@ -572,7 +577,7 @@ pub fn tracepoint(name: &'static str) {
 }
 
 /// Records that a variant site or exit ran ([`crate::patch`]).
-pub fn hit(h: crate::patch::Hit) {
+pub(crate) fn hit(h: crate::patch::Hit) {
     with_current(|e| {
         e.with_state(|s| {
             if !s.frozen && !s.hits.contains(&h) {

@@ -531,13 +531,15 @@ impl Rcu {
         }
     }
 
-    /// kernel/rcu/tree.c:rcu_barrier (name only, not re-read; the contract of
-    /// Documentation/RCU/rcubarrier.rst as the brief gives it): returns once every callback queued
-    /// before the call has been invoked. Until [`Rcu::quiesce`] stopped the
-    /// GP kthread, the kthread invokes them and this waits for its ticket (as
-    /// deactivate_locked_super waits during an unmount; every call_rcu
-    /// starts the kthread if none has, so a ticket read has one coming).
-    /// Once it stopped, this runs a grace period and the callbacks itself.
+    /// kernel/rcu/tree.c:rcu_barrier (name only: no version of tree.c was
+    /// read; the contract of Documentation/RCU/rcubarrier.rst as
+    /// ../shared/kernel/open-path-brief.md, written for v6.12, gives it):
+    /// returns once every callback queued before the call has been invoked.
+    /// Until [`Rcu::quiesce`] stopped the GP kthread, the kthread invokes
+    /// them and this waits for its ticket (as deactivate_locked_super waits
+    /// during an unmount; every call_rcu starts the kthread if none has, so
+    /// a ticket read has one coming). Once it stopped, this runs a grace
+    /// period and the callbacks itself.
     ///
     /// Which of the two it does follows from the ticket this thread read and
     /// from `Stopped`, which only the thread that joined every other sets:
