@@ -127,6 +127,12 @@ pub(super) struct State {
 
     /// The total number of stores to the cell.
     cnt: u16,
+
+    /// The join of the release clocks (`Store::sync`) of every store the
+    /// cell has held, evicted ones included: an upper bound of what an
+    /// acquire fence can take from this cell (vfsmc patch, see
+    /// `fence_acq`).
+    stores_sync: VersionVec,
 }
 
 #[derive(Debug, Copy, Clone, PartialEq)]
@@ -182,9 +188,16 @@ fn fence_acq(execution: &mut Execution) {
     // Find all stores for all atomic objects and, if they have been read by
     // the current thread, establish an acquire synchronization.
     for state in execution.objects.iter_mut::<State>() {
+        // vfsmc patch: a join with a clock the thread already has is a no-op,
+        // so a cell whose stores' clocks are all covered is skipped whole.
+        if state.stores_sync <= execution.threads.active().causality {
+            continue;
+        }
         // Iterate all the stores
         for store in state.stores_mut() {
-            if !store.first_seen.is_seen_by_current(&execution.threads) {
+            if store.sync.is_covered_by(&execution.threads.active().causality)
+                || !store.first_seen.is_seen_by_current(&execution.threads)
+            {
                 continue;
             }
 
@@ -418,6 +431,7 @@ impl State {
             last_non_load_access: None,
             stores: Default::default(),
             cnt: 0,
+            stores_sync: VersionVec::new(),
         };
 
         // All subsequent accesses must happen-after.
@@ -486,6 +500,7 @@ impl State {
         }
 
         sync.sync_store(threads, ordering);
+        sync.join_into(&mut self.stores_sync);
 
         let mut first_seen = FirstSeen::new();
         first_seen.touch(threads);

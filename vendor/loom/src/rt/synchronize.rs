@@ -53,6 +53,18 @@ impl Synchronize {
         }
     }
 
+    /// Whether an acquire of this point would add nothing to `causality`
+    /// (vfsmc patch: lets `fence_acq` skip the join).
+    pub fn is_covered_by(&self, causality: &VersionVec) -> bool {
+        self.happens_before <= *causality
+    }
+
+    /// Joins this point's clock into `clock` (vfsmc patch: `fence_acq`'s
+    /// per-cell upper bound).
+    pub fn join_into(&self, clock: &mut VersionVec) {
+        clock.join(&self.happens_before);
+    }
+
     fn sync_acq(&mut self, threads: &mut thread::Set) {
         threads.active_mut().causality.join(&self.happens_before);
     }
