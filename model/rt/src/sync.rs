@@ -28,6 +28,8 @@
 //!   the execution-graph runtime offers none. On those [`epoch`] is `None`
 //!   and a caller must not take "no race seen" for "no race".
 
+mod std_threads;
+
 use std::cell::Cell;
 use std::marker::PhantomData;
 pub use std::sync::atomic::Ordering;
@@ -378,7 +380,7 @@ impl Default for Condvar {
 pub enum JoinHandle<T> {
     Loom(loom::thread::JoinHandle<T>),
     Shuttle(shuttle::thread::JoinHandle<T>),
-    Std(std::thread::JoinHandle<T>),
+    Std(std_threads::Handle<T>),
     /// The engine's thread number and where the thread leaves its result
     /// (a panic in it ends the execution in the engine instead).
     Graph(u32, std::sync::Arc<std::sync::Mutex<Option<T>>>),
@@ -410,7 +412,7 @@ where
     match backend() {
         Backend::Loom => JoinHandle::Loom(loom::thread::spawn(f)),
         Backend::Shuttle => JoinHandle::Shuttle(shuttle::thread::spawn(f)),
-        Backend::Std => JoinHandle::Std(std::thread::spawn(move || with_backend(Backend::Std, f))),
+        Backend::Std => JoinHandle::Std(std_threads::spawn(move || with_backend(Backend::Std, f))),
         Backend::Graph => {
             let result = std::sync::Arc::new(std::sync::Mutex::new(None));
             let slot = result.clone();
