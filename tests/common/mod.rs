@@ -100,36 +100,48 @@ pub fn snapshots(model: &str) {
 
 /// Every corpus file of `model` replays: its recorded outcome and trace, the
 /// same trace on two replays, and an expectation the registry agrees with.
+/// The files replay on the pool (a loom seed replays by searching again).
 pub fn corpus(model: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
     let mut failures = Vec::new();
-    let mut replayed = 0;
+    let mut mine = Vec::new();
     for f in corpus::files(&dir).expect("corpus/ is readable") {
         let name = f.display().to_string();
         let text = std::fs::read_to_string(&f).unwrap();
-        let entry = match Entry::parse(&name, &text) {
-            Ok(e) => e,
-            Err(e) => {
-                failures.push(e.to_string());
-                continue;
-            }
-        };
-        if entry.model != model {
-            continue;
-        }
-        replayed += 1;
-        if !corpus::registry_agrees(&entry) {
-            failures.push(format!(
-                "{name}: expects {} but the registry disagrees",
-                entry.expect
-            ));
-        }
-        if let Err(e) = corpus::replay(&name, &entry) {
-            failures.push(e.to_string());
+        match Entry::parse(&name, &text) {
+            Ok(e) if e.model == model => mine.push((name, e)),
+            Ok(_) => {}
+            Err(e) => failures.push(e.to_string()),
         }
     }
+    let jobs = vfsmc::pool::jobs(None).unwrap_or_else(|e| panic!("{e}"));
+    vfsmc::pool::ordered(
+        jobs,
+        mine.len(),
+        |i| corpus_failures(&mine[i].0, &mine[i].1),
+        |_, f| {
+            failures.extend(f);
+            true
+        },
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(replayed > 0, "corpus/ holds no seed of {model}");
+    assert!(!mine.is_empty(), "corpus/ holds no seed of {model}");
+}
+
+/// What is wrong with one corpus file: the registry disagrees with its
+/// expectation, or its replay does not reproduce it.
+fn corpus_failures(name: &str, entry: &Entry) -> Vec<String> {
+    let mut failures = Vec::new();
+    if !corpus::registry_agrees(entry) {
+        failures.push(format!(
+            "{name}: expects {} but the registry disagrees",
+            entry.expect
+        ));
+    }
+    if let Err(e) = corpus::replay(name, entry) {
+        failures.push(e.to_string());
+    }
+    failures
 }
 
 /// One snapshot per bug variant of `model`: its shortest witness trace
