@@ -14,8 +14,6 @@
 //! `Model::Sc` runs every access and fence as SeqCst, so happens-before is
 //! porf and the candidate sets are those of sequential consistency.
 
-use std::collections::BTreeMap;
-
 use super::graph::{Graph, Label, Loc, Pos, View};
 
 /// The memory model a search follows.
@@ -38,11 +36,9 @@ fn latest_seen(g: &Graph, loc: Loc, view: &View) -> usize {
             seen = k + 1;
         }
     }
-    for p in g.positions() {
-        if let Label::Read { loc: l, rf, .. } = *g.label(p) {
-            if l == loc && view.has(p) {
-                seen = seen.max(g.co_index(rf, loc));
-            }
+    for (r, rf) in g.reads_of(loc) {
+        if view.has(r) {
+            seen = seen.max(g.co_index(rf, loc));
         }
     }
     seen
@@ -98,9 +94,10 @@ pub fn coherent_placings(g: &Graph, loc: Loc, view: &View, w: Pos) -> Vec<Pos> {
 pub fn coherent_revisit(g: &Graph, r: Pos, w: Pos, loc: Loc, model: Model) -> bool {
     let seen = view_before(g, r, model);
     let after = g.co_after(w, loc);
-    after
-        .iter()
-        .all(|&s| !seen.has(s) && g.readers(s, loc).iter().all(|&x| !seen.has(x)))
+    after.iter().all(|&s| !seen.has(s))
+        && g.reads_of(loc)
+            .iter()
+            .all(|&(x, rf)| !seen.has(x) || !after.contains(&rf))
 }
 
 /// Whether `g` satisfies the axioms its construction does not guarantee.
@@ -134,45 +131,56 @@ fn psc_acyclic(g: &Graph) -> bool {
     if sc.len() < 2 {
         return true;
     }
-    let fences_only = sc
+    let accesses = eco_keys(g);
+    let reach: Vec<Option<FenceReach>> = sc
         .iter()
-        .all(|&p| matches!(g.label(p), Label::Fence { .. }));
-    if fences_only {
-        let reach: Vec<FenceReach> = sc.iter().map(|&f| FenceReach::of(g, f)).collect();
-        return acyclic(sc.len(), |i, j| {
-            i != j && (hb_has(g, sc[i], sc[j]) || reach[i].eco_before(&reach[j]))
-        });
+        .map(|&p| is_fence(g, p).then(|| FenceReach::of(g, p, &accesses)))
+        .collect();
+    let fence_edge = |i: usize, j: usize| match (&reach[i], &reach[j]) {
+        (Some(a), Some(b)) => i != j && (hb_has(g, sc[i], sc[j]) || a.eco_before(b)),
+        _ => false,
+    };
+    if reach.iter().all(Option::is_some) {
+        return acyclic(sc.len(), fence_edge);
     }
-    acyclic(sc.len(), |i, j| psc_edge(g, sc[i], sc[j]))
+    acyclic(sc.len(), |i, j| {
+        fence_edge(i, j) || psc_edge(g, sc[i], sc[j])
+    })
 }
 
-/// What an SC fence reaches in extended coherence: per location, the
-/// eco-earliest access hb-after it and the eco-latest access hb-before it.
-/// Computed once per fence, so the pairs cost a merge each.
+fn is_fence(g: &Graph, p: Pos) -> bool {
+    matches!(g.label(p), Label::Fence { .. })
+}
+
+/// Every access of `g` with its location and [`eco_key`], computed once per
+/// check: a key costs a walk of its location's coherence order.
+fn eco_keys(g: &Graph) -> Vec<(Pos, Loc, (usize, u8))> {
+    g.positions()
+        .filter_map(|e| eco_key(g, e).map(|(loc, key)| (e, loc, key)))
+        .collect()
+}
+
+/// What an SC fence reaches in extended coherence: per location (indexed
+/// by [`Loc`]), the eco-earliest access hb-after it and the eco-latest
+/// access hb-before it. Computed once per fence, so the pairs cost a walk
+/// of the locations each.
 struct FenceReach {
-    after: BTreeMap<Loc, (usize, u8)>,
-    before: BTreeMap<Loc, (usize, u8)>,
+    after: Vec<Option<(usize, u8)>>,
+    before: Vec<Option<(usize, u8)>>,
 }
 
 impl FenceReach {
-    fn of(g: &Graph, f: Pos) -> FenceReach {
-        let mut after: BTreeMap<Loc, (usize, u8)> = BTreeMap::new();
-        let mut before: BTreeMap<Loc, (usize, u8)> = BTreeMap::new();
-        for e in g.positions() {
-            let Some((loc, key)) = eco_key(g, e) else {
-                continue;
-            };
+    fn of(g: &Graph, f: Pos, accesses: &[(Pos, Loc, (usize, u8))]) -> FenceReach {
+        let mut after = vec![None; g.co.len()];
+        let mut before = vec![None; g.co.len()];
+        for &(e, loc, key) in accesses {
             if e != f && g.event(e).hb.has(f) {
-                after
-                    .entry(loc)
-                    .and_modify(|k| *k = (*k).min(key))
-                    .or_insert(key);
+                let k: &mut Option<(usize, u8)> = &mut after[loc];
+                *k = Some(k.map_or(key, |k| k.min(key)));
             }
             if hb_has(g, e, f) {
-                before
-                    .entry(loc)
-                    .and_modify(|k| *k = (*k).max(key))
-                    .or_insert(key);
+                let k: &mut Option<(usize, u8)> = &mut before[loc];
+                *k = Some(k.map_or(key, |k| k.max(key)));
             }
         }
         FenceReach { after, before }
@@ -183,26 +191,20 @@ impl FenceReach {
     fn eco_before(&self, other: &FenceReach) -> bool {
         self.after
             .iter()
-            .any(|(loc, k)| other.before.get(loc).is_some_and(|b| k < b))
+            .zip(&other.before)
+            .any(|(a, b)| matches!((a, b), (Some(a), Some(b)) if a < b))
     }
-}
-
-/// `[F];(hb ∪ hb;eco;hb);[F]` between SC fences `a` and `b`.
-fn fence_edge(g: &Graph, a: Pos, b: Pos) -> bool {
-    a != b && (hb_has(g, a, b) || FenceReach::of(g, a).eco_before(&FenceReach::of(g, b)))
 }
 
 /// RC11's `psc = psc_base ∪ psc_F` between SC events `a` and `b`:
 /// `([SC] ∪ [F];hb?);scb;([SC] ∪ hb?;[F])` with
-/// `scb = po ∪ po|≠loc;hb;po|≠loc ∪ hb|loc ∪ co ∪ fr`.
+/// `scb = po ∪ po|≠loc;hb;po|≠loc ∪ hb|loc ∪ co ∪ fr`; the fence-to-fence
+/// part `[F];(hb ∪ hb;eco;hb);[F]` is the caller's.
 fn psc_edge(g: &Graph, a: Pos, b: Pos) -> bool {
     if a == b {
         return false;
     }
-    let is_fence = |p: Pos| matches!(g.label(p), Label::Fence { .. });
-    if is_fence(a) && is_fence(b) && fence_edge(g, a, b) {
-        return true;
-    }
+    let is_fence = |p: Pos| is_fence(g, p);
     let froms: Vec<Pos> = if is_fence(a) {
         g.positions()
             .filter(|&e| e == a || g.event(e).hb.has(a))

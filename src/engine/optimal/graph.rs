@@ -276,6 +276,10 @@ pub struct Graph {
     pub alloc: Vec<Option<Pos>>,
     /// The events in the order they were added: `order[stamp]`.
     pub order: Vec<Pos>,
+    /// Per location, the positions its reads were added at. An entry may
+    /// outlive its read (a thread truncated by a revisit): the queries
+    /// check that a read of the location is still there.
+    reads: Vec<Vec<Pos>>,
 }
 
 impl Graph {
@@ -360,10 +364,29 @@ impl Graph {
         &self.co_of(loc)[self.co_index(w, loc)..]
     }
 
-    /// The reads of `loc` that read from `w`.
+    /// The reads of `loc`, each with the write it reads from, in position
+    /// order (thread, then program order).
+    pub fn reads_of(&self, loc: Loc) -> Vec<(Pos, Pos)> {
+        let mut out: Vec<(Pos, Pos)> = self
+            .reads
+            .get(loc)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter_map(|&p| match self.threads.get(p.tid())?.get(p.idx())?.label {
+                Label::Read { loc: l, rf, .. } if l == loc => Some((p, rf)),
+                _ => None,
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The reads of `loc` that read from `w`, in position order.
     pub fn readers(&self, w: Pos, loc: Loc) -> Vec<Pos> {
-        self.positions()
-            .filter(|&p| matches!(*self.label(p), Label::Read { loc: l, rf, .. } if l == loc && rf == w))
+        self.reads_of(loc)
+            .into_iter()
+            .filter_map(|(p, rf)| (rf == w).then_some(p))
             .collect()
     }
 
@@ -375,6 +398,7 @@ impl Graph {
         }
         if self.co.len() < locs_init {
             self.co.resize_with(locs_init, Vec::new);
+            self.reads.resize_with(locs_init, Vec::new);
             self.alloc.resize(locs_init, None);
         }
         let p = Pos::new(t, self.threads[t].len());
@@ -390,8 +414,10 @@ impl Graph {
             relv: View::default(),
             acq: View::default(),
         });
-        if let Label::Alloc { loc } = label {
-            self.alloc[loc] = Some(p);
+        match label {
+            Label::Alloc { loc } => self.alloc[loc] = Some(p),
+            Label::Read { loc, .. } => self.reads[loc].push(p),
+            _ => {}
         }
         self.compute_views(p);
         p
@@ -490,7 +516,7 @@ impl Graph {
         for (s, p) in self.order.clone().into_iter().enumerate() {
             self.event_mut(p).stamp = s as u32;
         }
-        for ws in &mut self.co {
+        for ws in self.co.iter_mut().chain(&mut self.reads) {
             ws.retain(kept);
         }
         for a in &mut self.alloc {

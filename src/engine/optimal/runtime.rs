@@ -818,8 +818,9 @@ enum Mark {
 fn order_by(g: &Graph, coherence: bool) -> Option<Vec<Pos>> {
     let mut mark: Vec<Vec<Mark>> = g.threads.iter().map(|e| vec![Mark::New; e.len()]).collect();
     let mut out = Vec::new();
+    let (mut stack, mut ds) = (Vec::new(), Vec::new());
     for &p in &g.order {
-        let mut stack = vec![(p, false)];
+        stack.push((p, false));
         while let Some((q, expanded)) = stack.pop() {
             let m = &mut mark[q.tid()][q.idx()];
             if expanded {
@@ -835,7 +836,8 @@ fn order_by(g: &Graph, coherence: bool) -> Option<Vec<Pos>> {
                 Mark::New => *m = Mark::Open,
             }
             stack.push((q, true));
-            for d in deps(g, q, coherence) {
+            deps(g, q, coherence, &mut ds);
+            for &d in &ds {
                 if !d.is_init() && mark[d.tid()][d.idx()] != Mark::Done {
                     stack.push((d, false));
                 }
@@ -853,9 +855,10 @@ fn replayed(label: &Label) -> bool {
     ) && !label.is_rmw_write()
 }
 
-/// What the event at `p` waits for in a replay.
-fn deps(g: &Graph, p: Pos, coherence: bool) -> Vec<Pos> {
-    let mut out = Vec::new();
+/// What the event at `p` waits for in a replay, into `out` (cleared
+/// first; one buffer serves a whole ordering).
+fn deps(g: &Graph, p: Pos, coherence: bool, out: &mut Vec<Pos>) {
+    out.clear();
     if p.i > 0 {
         out.push(Pos { t: p.t, i: p.i - 1 });
     }
@@ -882,7 +885,6 @@ fn deps(g: &Graph, p: Pos, coherence: bool) -> Vec<Pos> {
         // must come before the read.
         out.push(Pos { t: p.t, i: p.i - 1 });
     }
-    out
 }
 
 /// Whether `op`, a thread's pending operation, is the graph's event
