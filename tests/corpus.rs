@@ -84,54 +84,73 @@ fn recorded_traces_fit_80_columns() {
 /// schedule still gives its first trace.
 #[test]
 fn edited_schedules_replay_the_same_twice_or_diverge() {
-    use vfsmc::engine::ScheduleError;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
-    let mut edited = 0;
+    let entries: Vec<(String, Entry)> = corpus::files(&dir)
+        .unwrap()
+        .into_iter()
+        .map(|f| {
+            let name = f.display().to_string();
+            let e = Entry::parse(&name, &std::fs::read_to_string(&f).unwrap()).unwrap();
+            (name, e)
+        })
+        .filter(|(_, e)| e.schedule.is_some())
+        .collect();
+    assert!(!entries.is_empty(), "no corpus file has a schedule");
+    let jobs = vfsmc::pool::jobs(None).unwrap();
     let mut failures = Vec::new();
-    for f in corpus::files(&dir).unwrap() {
-        let name = f.display().to_string();
-        let e = Entry::parse(&name, &std::fs::read_to_string(&f).unwrap()).unwrap();
-        let Some(schedule) = e.schedule.clone() else {
-            continue;
+    vfsmc::pool::ordered(
+        jobs,
+        entries.len(),
+        |i| edited_schedule_failures(&entries[i].0, &entries[i].1),
+        |_, f| {
+            failures.extend(f);
+            true
+        },
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The edits of one file's schedule (each file on one worker, its edits one
+/// after another, so state surviving an execution would show).
+fn edited_schedule_failures(name: &str, e: &Entry) -> Vec<String> {
+    use vfsmc::engine::ScheduleError;
+    let schedule = e.schedule.clone().expect("a file with a schedule");
+    let mut failures = Vec::new();
+    let mut c = corpus::check_of(name, e).unwrap();
+    let (head, last) = schedule.split_at(schedule.len() - 2);
+    let mut edits: Vec<(String, bool)> = (0..=255u8)
+        .map(|b| format!("{head}{b:02x}"))
+        .filter(|s| *s != schedule)
+        .map(|s| (s, false))
+        .collect();
+    edits.push((format!("{head}{last}00"), true));
+    let trace = |c: &vfsmc::check::Check| {
+        c.run()
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .record
+            .as_ref()
+            .map(vfsmc::render::text_trace)
+    };
+    let original = trace(&c);
+    for (s, must_diverge) in edits {
+        c.schedule = Some(s.clone());
+        let text = |r: Result<vfsmc::check::Report, ScheduleError>| match r {
+            Ok(r) => Ok(r.record.as_ref().map(vfsmc::render::text_trace)),
+            Err(ScheduleError::Diverged { .. }) => Err(()),
+            Err(e) => panic!("{name}: schedule {s}: {e}"),
         };
-        let mut c = corpus::check_of(&name, &e).unwrap();
-        let (head, last) = schedule.split_at(schedule.len() - 2);
-        let mut edits: Vec<(String, bool)> = (0..=255u8)
-            .map(|b| format!("{head}{b:02x}"))
-            .filter(|s| *s != schedule)
-            .map(|s| (s, false))
-            .collect();
-        edits.push((format!("{head}{last}00"), true));
-        let trace = |c: &vfsmc::check::Check| {
-            c.run()
-                .unwrap_or_else(|e| panic!("{name}: {e}"))
-                .record
-                .as_ref()
-                .map(vfsmc::render::text_trace)
-        };
-        let original = trace(&c);
-        for (s, must_diverge) in edits {
-            c.schedule = Some(s.clone());
-            let text = |r: Result<vfsmc::check::Report, ScheduleError>| match r {
-                Ok(r) => Ok(r.record.as_ref().map(vfsmc::render::text_trace)),
-                Err(ScheduleError::Diverged { .. }) => Err(()),
-                Err(e) => panic!("{name}: schedule {s}: {e}"),
-            };
-            let (a, b) = (text(c.run()), text(c.run()));
-            edited += 1;
-            if a != b {
-                failures.push(format!("{name}: schedule {s}: two replays differ"));
-            } else if must_diverge && a.is_ok() {
-                failures.push(format!("{name}: schedule {s} (a byte appended) reproduced"));
-            }
-            c.schedule = Some(schedule.clone());
-            if trace(&c) != original {
-                failures.push(format!(
-                    "{name}: after replaying {s}, the recorded schedule gives another trace"
-                ));
-            }
+        let (a, b) = (text(c.run()), text(c.run()));
+        if a != b {
+            failures.push(format!("{name}: schedule {s}: two replays differ"));
+        } else if must_diverge && a.is_ok() {
+            failures.push(format!("{name}: schedule {s} (a byte appended) reproduced"));
+        }
+        c.schedule = Some(schedule.clone());
+        if trace(&c) != original {
+            failures.push(format!(
+                "{name}: after replaying {s}, the recorded schedule gives another trace"
+            ));
         }
     }
-    assert!(edited > 0, "no corpus file has a schedule");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    failures
 }
