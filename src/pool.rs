@@ -110,6 +110,16 @@ pub fn ordered<T: Send>(
     });
 }
 
+/// Every item's result, in item order: `work(0..count)` on `jobs` workers.
+pub fn all<T: Send>(jobs: usize, count: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let mut out = Vec::with_capacity(count);
+    ordered(jobs, count, work, |_, r| {
+        out.push(r);
+        true
+    });
+    out
+}
+
 /// Runs `f`, turning a panic into an error with the panic's message.
 pub fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|p| {
@@ -143,6 +153,17 @@ mod tests {
             );
             let want: Vec<(usize, usize)> = (0..20).map(|i| (i, i * i)).collect();
             assert_eq!(seen, want, "{jobs} jobs");
+        }
+    }
+
+    #[test]
+    fn all_gives_every_result_in_item_order() {
+        for jobs in 1..=3 {
+            assert_eq!(
+                all(jobs, 7, |i| 10 - i),
+                vec![10, 9, 8, 7, 6, 5, 4],
+                "{jobs} jobs"
+            );
         }
     }
 

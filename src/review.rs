@@ -335,7 +335,6 @@ const OUTCOMES: [(Need, &str); 6] = [
 fn run_all(req: &Request, checks: &[Check]) -> Vec<Report> {
     let jobs = req.jobs.min(checks.len()).max(1);
     let line = (jobs > 1).then(|| crate::progress::Meter::items("vfsmc review", checks.len()));
-    let mut out = Vec::with_capacity(checks.len());
     let warnings = std::sync::Mutex::new(Vec::new());
     let warn = |w: String| warnings.lock().unwrap_or_else(|p| p.into_inner()).push(w);
     let search = |i: usize| {
@@ -360,10 +359,7 @@ fn run_all(req: &Request, checks: &[Check]) -> Vec<Report> {
         crate::progress::item_done();
         r
     };
-    crate::pool::ordered(jobs, checks.len(), search, |_, r| {
-        out.push(r);
-        true
-    });
+    let out = crate::pool::all(jobs, checks.len(), search);
     drop(line);
     for w in warnings.into_inner().unwrap_or_else(|p| p.into_inner()) {
         eprintln!("{w}");

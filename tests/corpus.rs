@@ -97,16 +97,12 @@ fn edited_schedules_replay_the_same_twice_or_diverge() {
         .collect();
     assert!(!entries.is_empty(), "no corpus file has a schedule");
     let jobs = vfsmc::pool::jobs(None).unwrap();
-    let mut failures = Vec::new();
-    vfsmc::pool::ordered(
-        jobs,
-        entries.len(),
-        |i| edited_schedule_failures(&entries[i].0, &entries[i].1),
-        |_, f| {
-            failures.extend(f);
-            true
-        },
-    );
+    let failures: Vec<String> = vfsmc::pool::all(jobs, entries.len(), |i| {
+        edited_schedule_failures(&entries[i].0, &entries[i].1)
+    })
+    .into_iter()
+    .flatten()
+    .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

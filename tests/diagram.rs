@@ -22,17 +22,7 @@ fn traces() -> &'static [(String, Record)] {
         let files = corpus::files(&dir).expect("corpus/ is readable");
         assert!(!files.is_empty(), "corpus/ holds no file");
         let jobs = pool::jobs(None).unwrap_or_else(|e| panic!("{e}"));
-        let mut out = Vec::new();
-        pool::ordered(
-            jobs,
-            files.len(),
-            |i| replayed(&files[i]),
-            |_, t| {
-                out.push(t);
-                true
-            },
-        );
-        out
+        pool::all(jobs, files.len(), |i| replayed(&files[i]))
     })
 }
 

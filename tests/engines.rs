@@ -691,18 +691,12 @@ fn stress_raises_no_false_alarm_on_holding_variants() {
         }
     }
     let jobs = vfsmc::pool::jobs(None).unwrap();
-    let mut false_alarms = Vec::new();
-    vfsmc::pool::ordered(
-        jobs,
-        checks.len(),
-        |i| checks[i].run().unwrap(),
-        |_, r| {
-            if r.verdict != Verdict::Holds {
-                false_alarms.push(r.text());
-            }
-            true
-        },
-    );
+    let false_alarms: Vec<String> =
+        vfsmc::pool::all(jobs, checks.len(), |i| checks[i].run().unwrap())
+            .into_iter()
+            .filter(|r| r.verdict != Verdict::Holds)
+            .map(|r| r.text())
+            .collect();
     assert!(false_alarms.is_empty(), "{}", false_alarms.join("\n"));
 }
 

@@ -115,14 +115,12 @@ pub fn corpus(model: &str) {
         }
     }
     let jobs = vfsmc::pool::jobs(None).unwrap_or_else(|e| panic!("{e}"));
-    vfsmc::pool::ordered(
-        jobs,
-        mine.len(),
-        |i| corpus_failures(&mine[i].0, &mine[i].1),
-        |_, f| {
-            failures.extend(f);
-            true
-        },
+    failures.extend(
+        vfsmc::pool::all(jobs, mine.len(), |i| {
+            corpus_failures(&mine[i].0, &mine[i].1)
+        })
+        .into_iter()
+        .flatten(),
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(!mine.is_empty(), "corpus/ holds no seed of {model}");
