@@ -279,3 +279,19 @@ fn a_barrier_racing_a_call_rcu_replays_and_agrees_with_loom() {
         "whether the callback ran when the barrier returned"
     );
 }
+
+/// A violation in ghost state a thread makes after its last step: dup_fd's
+/// child table is logged when the fork returns, with no step after it in
+/// that thread. optimal replays the other thread first, so only the check
+/// of step invariants on the final state sees it (before that check,
+/// optimal was exhaustive in 3 executions and never reported it).
+#[test]
+fn optimal_finds_a_violation_made_after_a_threads_last_step() {
+    let m = common::model("fdtable");
+    let v = m.variant("dup-fd-keeps-reserved").unwrap();
+    let s = m.scenario("fork-vs-open").unwrap();
+    let r = Check::new(m, v, s, EngineKind::Optimal).run().unwrap();
+    assert_eq!(r.verdict, Verdict::Violates, "{}", r.text());
+    assert_eq!(r.invariant.as_deref(), Some("fork_no_reserved"));
+}
+

@@ -329,8 +329,10 @@ impl<S: Spec> Watch<S> {
         exec::observe(move || S::render(&s));
     }
 
-    /// Checks the end-of-execution invariants (`thread` names who checks).
+    /// Checks the step invariants on the final state, then the
+    /// end-of-execution invariants (`thread` names who checks).
     pub fn finish(&self, thread: &str, state: &S::State) {
+        exec::check_steps_at_end(thread);
         for inv in S::invariants() {
             if matches!(inv.check, Check::End(_) | Check::EndAt(_)) {
                 exec::check_final(thread, inv.name, || {

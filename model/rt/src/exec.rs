@@ -684,6 +684,20 @@ pub fn check_final<E: Into<Broken>>(
     }
 }
 
+/// Checks the step invariants once more when the execution ends: ghost
+/// state a thread updates after its last step (a fork child's table, pushed
+/// when dup_fd returns) is otherwise judged only if another thread's step
+/// follows, which depends on the order the engine replays the threads in.
+/// Skipped when the search does not record.
+pub fn check_steps_at_end(thread: &str) {
+    if !with_current(Exec::recording) {
+        return;
+    }
+    if let Some((name, msg)) = with_current(Exec::check) {
+        raise_at(thread, name, msg.into());
+    }
+}
+
 /// The last step (1-based) so far that wrote `var`: where a count an end
 /// check finds wrong was last changed.
 pub fn last_write(var: &str) -> Option<usize> {
