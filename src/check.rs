@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{json, Value};
 use vfsmc_model::driver::{OpCost, Record};
-use vfsmc_specs::{Expected, Model, Run, Scenario, Tier, Variant};
+use vfsmc_specs::{Expected, Judge, Model, Run, Scenario, Tier, Variant};
 
 use crate::engine::{
     self, Body, Budget, EngineKind, Exploration, Found, Part, PatchRun, ScheduleError, Shape,
@@ -762,6 +762,38 @@ pub fn registry_checks_in(model: &'static dyn Model, engine: EngineKind, tier: T
                 .scenarios_for(v, tier)
                 .into_iter()
                 .map(move |s| Check::new(model, v, s, engine))
+        })
+        .collect()
+}
+
+/// The engine that gives `variant` its registry verdict on `scenario`: the
+/// optimal engine for a holding variant where the scenario is judged on it
+/// and the variant needs nothing it is blind to; loom otherwise (bugs are
+/// found at loom's smallest preemption bound, and loom is the reference
+/// for what a variant needs).
+pub fn registry_engine(model: &dyn Model, variant: &Variant, scenario: &Scenario) -> EngineKind {
+    let optimal = EngineKind::Optimal;
+    let judged_on_optimal = variant.expected == Expected::Holds
+        && scenario.judge == Judge::Optimal
+        && optimal
+            .engine()
+            .cannot_judge(model.needs(variant.name))
+            .is_none();
+    if judged_on_optimal {
+        optimal
+    } else {
+        EngineKind::Loom
+    }
+}
+
+/// The PR-tier checks the registry implies for `model`, each on the engine
+/// that gives its registry verdict ([`registry_engine`]).
+pub fn registry_judged_checks(model: &'static dyn Model) -> Vec<Check> {
+    registry_checks(model, EngineKind::Loom)
+        .into_iter()
+        .map(|c| Check {
+            engine: registry_engine(model, c.variant, c.scenario),
+            ..c
         })
         .collect()
 }

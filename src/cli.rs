@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use vfsmc_specs::{Expected, Model, Run, Scenario, Tier, Variant};
+use vfsmc_specs::{Expected, Judge, Model, Run, Scenario, Tier, Variant};
 
 use crate::check::{self, Check, Report, Target, Verdict};
 use crate::corpus::{self, Entry, ReplayError};
@@ -212,8 +212,11 @@ struct CheckArgs {
     variant: Option<String>,
     #[arg(long)]
     scenario: Option<String>,
-    /// Engine(s): loom, random, pct, dfs, stress, optimal, optimal-sc, a comma-separated list, or all.
-    #[arg(long, default_value = "loom,pct")]
+    /// Engine(s): loom, random, pct, dfs, stress, optimal, optimal-sc, a
+    /// comma-separated list, or all; `registry` is, per check, the engine
+    /// that gives its registry verdict (optimal for a holding variant on a
+    /// scenario the registry judges on it, loom otherwise).
+    #[arg(long, default_value = "registry,pct")]
     engine: String,
     #[command(flatten)]
     budget: BudgetArgs,
@@ -499,7 +502,11 @@ fn show(name: &str) -> Out<i32> {
         let bound = s.loom_bound.map_or("loom exhaustive".to_string(), |b| {
             format!("loom preemption bound {b}")
         });
-        let bound = format!("{tier}, {bound}");
+        let judge = match s.judge {
+            Judge::Loom => "",
+            Judge::Optimal => "; holding variants judged by optimal DPOR, unbounded",
+        };
+        let bound = format!("{tier}, {bound}{judge}");
         let kind = if s.generated {
             ", generated from --input bytes"
         } else {
@@ -511,6 +518,9 @@ fn show(name: &str) -> Out<i32> {
         }
     }
     print_tiers(m);
+    if m.scenarios().iter().any(|s| s.judge == Judge::Optimal) {
+        println!("\n{OPTIMAL_JUDGES}");
+    }
     println!("\ninvariants:");
     for i in m.invariants() {
         println!("  {}: {}", i.name, i.about);
@@ -532,6 +542,18 @@ fn show(name: &str) -> Out<i32> {
     Ok(0)
 }
 
+/// What a holds from the optimal engine covers, and what it does not.
+const OPTIMAL_JUDGES: &str = "\
+optimal DPOR (the scenarios marked so) explores one execution per class of
+executions with the same reads-from and coherence, with no preemption bound.
+It cannot see a race whose only evidence is the order of two ghost updates
+that no engine operation orders: it explores one order of them. Step
+invariants are also judged on the final state, so ghost state a thread
+updates after its last step is judged whatever the replay order. A variant
+that needs what optimal cannot produce (load buffering, LKMM-only
+ordering, a lock's state read out of order, happens-before queries) is
+judged on loom.";
+
 /// What each tier of `m` proves: its hand-written scenarios with their loom
 /// bounds, and when the tier runs.
 fn print_tiers(m: &'static dyn Model) {
@@ -551,9 +573,11 @@ fn print_tiers(m: &'static dyn Model) {
             .iter()
             .filter(|s| s.tier == tier && !s.generated)
             .map(|s| {
-                let bound = s
-                    .loom_bound
-                    .map_or("unbounded".to_string(), |b| format!("bound {b}"));
+                let bound = match (s.judge, s.loom_bound) {
+                    (Judge::Optimal, _) => "optimal, unbounded".to_string(),
+                    (Judge::Loom, Some(b)) => format!("bound {b}"),
+                    (Judge::Loom, None) => "unbounded".to_string(),
+                };
                 format!("{} ({bound})", s.name)
             })
             .collect();
@@ -563,7 +587,8 @@ fn print_tiers(m: &'static dyn Model) {
         }
         println!(
             "  {when}: a holds covers every schedule of these scenarios within the loom \
-             preemption bound named, and PCT's stated depth:"
+             preemption bound named (every schedule, where optimal judges), and PCT's \
+             stated depth:"
         );
         for l in render::wrap(&rows.join(", "), render::WIDTH - 6) {
             println!("      {l}");
@@ -646,6 +671,35 @@ fn find_scenario(m: &'static dyn Model, name: &str) -> Out<&'static Scenario> {
     })
 }
 
+/// What `check --engine` names: engines, and `registry`.
+struct CheckEngines {
+    /// `registry` was named: each check on the engine that gives its
+    /// registry verdict ([`check::registry_engine`]).
+    registry: bool,
+    engines: Vec<EngineKind>,
+}
+
+/// `check --engine`: `registry` and the engines of [`engines_of`].
+fn check_engines_of(engine: &str, a: &BudgetArgs, schedule: Option<&str>) -> Out<CheckEngines> {
+    let registry = engine.split(',').any(|n| n == REGISTRY);
+    let rest: Vec<&str> = engine.split(',').filter(|&n| n != REGISTRY).collect();
+    let engines = if rest.is_empty() {
+        Vec::new()
+    } else {
+        engines_of(&rest.join(","), a, schedule)?
+    };
+    if registry {
+        // Its checks run on loom or optimal.
+        let mut all = engines.clone();
+        all.extend([EngineKind::Loom, EngineKind::Optimal]);
+        flags_apply(&all, engine, a, schedule)?;
+    }
+    Ok(CheckEngines { registry, engines })
+}
+
+/// The `--engine` name of each check's registry engine.
+const REGISTRY: &str = "registry";
+
 /// `--engine`: one engine, a comma-separated list, or `all`.
 fn engines_of(engine: &str, a: &BudgetArgs, schedule: Option<&str>) -> Out<Vec<EngineKind>> {
     let mut engines = Vec::new();
@@ -653,6 +707,12 @@ fn engines_of(engine: &str, a: &BudgetArgs, schedule: Option<&str>) -> Out<Vec<E
         if name == "all" {
             engines.extend(EngineKind::ALL);
             continue;
+        }
+        if name == REGISTRY {
+            return Err(BadInput(format!(
+                "--engine {REGISTRY}: only `vfsmc check` judges the registry's checks; name \
+                 engines (loom, pct, …)"
+            )));
         }
         let e: EngineKind = name.parse().map_err(|e| {
             BadInput(format!(
@@ -663,6 +723,18 @@ fn engines_of(engine: &str, a: &BudgetArgs, schedule: Option<&str>) -> Out<Vec<E
     }
     engines.sort();
     engines.dedup();
+    flags_apply(&engines, engine, a, schedule)?;
+    Ok(engines)
+}
+
+/// Whether the flags of `a` and `schedule` apply to `engines` (named
+/// `engine` on the command line).
+fn flags_apply(
+    engines: &[EngineKind],
+    engine: &str,
+    a: &BudgetArgs,
+    schedule: Option<&str>,
+) -> Out<()> {
     if let Some(n) = a.max_preemptions {
         if !engines
             .iter()
@@ -686,7 +758,7 @@ fn engines_of(engine: &str, a: &BudgetArgs, schedule: Option<&str>) -> Out<Vec<E
             engine_names(|e| e.replay() == Replay::Schedule),
         )));
     }
-    Ok(engines)
+    Ok(())
 }
 
 /// The engines `pick` selects, as "a, b or c".
@@ -735,7 +807,9 @@ fn bad(e: impl std::fmt::Display) -> BadInput {
     BadInput(e.to_string())
 }
 
-fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Check>> {
+/// The checks `a` names on `engine`, or (`None`) each on its registry
+/// engine.
+fn checks_for(a: &CheckArgs, engine: Option<EngineKind>, budget: &Budget) -> Out<Vec<Check>> {
     let input = match &a.input {
         Some(h) => check::unhex(h).map_err(|e| BadInput(format!("--input: {e}")))?,
         None => Vec::new(),
@@ -774,7 +848,8 @@ fn checks_for(a: &CheckArgs, engine: EngineKind, budget: &Budget) -> Out<Vec<Che
                         s.name
                     )));
                 }
-                let mut c = Check::new(m, v, s, engine).with_budget(budget);
+                let on = engine.unwrap_or_else(|| check::registry_engine(m, v, s));
+                let mut c = Check::new(m, v, s, on).with_budget(budget);
                 c.input = input.clone();
                 c.schedule = a.schedule.clone();
                 checks.push(c);
@@ -839,8 +914,12 @@ fn run_check(a: CheckArgs) -> Out<i32> {
         ));
     }
     let mut checks = Vec::new();
-    for engine in engines_of(&a.engine, &a.budget, a.schedule.as_deref())? {
-        checks.extend(checks_for(&a, engine, &budget)?);
+    let engines = check_engines_of(&a.engine, &a.budget, a.schedule.as_deref())?;
+    if engines.registry {
+        checks.extend(checks_for(&a, None, &budget)?);
+    }
+    for engine in engines.engines {
+        checks.extend(checks_for(&a, Some(engine), &budget)?);
     }
     for c in &mut checks {
         c.confidence = target;

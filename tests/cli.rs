@@ -93,6 +93,23 @@ fn unknown_names_are_bad_input() {
     );
     assert_bad_input(&["bench", "nosuchmodel"], "unknown model");
     assert_bad_input(&["show", "nosuchmodel"], "unknown model");
+    assert_bad_input(
+        &["review", "fdtable", "v6.10", "current", "--engine", "registry"],
+        "only `vfsmc check` judges the registry's checks",
+    );
+    assert_bad_input(
+        &[
+            "check",
+            "litmus",
+            "--variant",
+            "MP+poonceonces",
+            "--engine",
+            "registry",
+            "--schedule",
+            "00",
+        ],
+        "--schedule replays one shuttle engine",
+    );
 }
 
 /// A reviewer's slips get a way out: the nearest name, the model a variant

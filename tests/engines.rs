@@ -19,7 +19,7 @@ use vfsmc_model::trace::Context;
 use vfsmc_specs::{
     Check as Checked, Expected, Invariant, Model, Registered, Scenario, ScenarioRow,
 };
-use vfsmc_specs::{Spec, Tier};
+use vfsmc_specs::{Judge, Spec, Tier};
 use vfsmc_specs::{Variant, Watch};
 
 /// Test models: one variant per checker behaviour under test.
@@ -203,6 +203,7 @@ const SCENARIOS: &[ScenarioRow<()>] = &[
         about: "two threads",
         goals: &["both-ran"],
         loom_bound: None,
+        judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
         plan: |_| (),
@@ -212,6 +213,7 @@ const SCENARIOS: &[ScenarioRow<()>] = &[
         about: "declares a goal no execution reaches",
         goals: &["never"],
         loom_bound: None,
+        judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
         plan: |_| (),

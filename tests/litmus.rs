@@ -1,8 +1,9 @@
 //! The kernel's litmus tests against the primitives, and vfsmc's engine
 //! probes (`probe-…`), each a file of tests/litmus/ named by the registry (`specs/src/litmus/mod.rs`), one `#[test]` each,
-//! judged by loom with no preemption bound: a `Sometimes` test must be
-//! observed (loom reports `exists` satisfied, with its trace), a `Never` test
-//! must hold exhaustively. Tests whose verdict loom cannot reproduce are
+//! judged by the registry's engine with no preemption bound (loom; optimal
+//! DPOR for a test that holds): a `Sometimes` test must be observed (loom
+//! reports `exists` satisfied, with its trace), a `Never` test must hold
+//! exhaustively. Tests whose verdict loom cannot reproduce are
 //! `#[ignore]`d with the registry's reason; `--ignored` runs them and shows
 //! what loom does. The same tests run under shuttle PCT, which is
 //! sequentially consistent: every `Never` test must hold there too, and an
@@ -14,7 +15,7 @@
 
 mod common;
 
-use vfsmc::check::{Check, Report};
+use vfsmc::check::{registry_engine, Check, Report};
 use vfsmc::engine::EngineKind;
 use vfsmc_specs::litmus::{self, Documented};
 
@@ -34,10 +35,14 @@ fn check(name: &str, engine: EngineKind) -> (Report, &'static litmus::LitmusTest
     (c.run().expect("a search, not a replay"), test)
 }
 
-/// Judges one test under loom; `ignored` says whether this file ignores it,
-/// which must agree with the registry.
-fn judge_on_loom(name: &str, ignored: bool) {
-    let (report, test) = check(name, EngineKind::Loom);
+/// Judges one test on the engine that gives its registry verdict;
+/// `ignored` says whether this file ignores it, which must agree with the
+/// registry's record of what loom cannot judge.
+fn judge(name: &str, ignored: bool) {
+    let model = vfsmc_specs::model("litmus").expect("litmus is registered");
+    let variant = model.variant(name).expect("a registered variant");
+    let scenario = model.scenario("litmus").expect("the litmus scenario");
+    let (report, test) = check(name, registry_engine(model, variant, scenario));
     assert_eq!(
         test.loom.is_some_and(|l| l.ignored()),
         ignored,
@@ -46,8 +51,9 @@ fn judge_on_loom(name: &str, ignored: bool) {
     println!("{}", report.text());
     assert!(
         report.matches_expected(),
-        "{name}: documented {:?}, loom says {}",
+        "{name}: documented {:?}, {} says {}",
         test.result,
+        report.engine,
         report.summary()
     );
     if test.result == Documented::Never {
@@ -65,7 +71,7 @@ macro_rules! litmus_tests {
             #[test]
             $(#[ignore = $why])?
             fn $test() {
-                judge_on_loom($name, false $(|| !$why.is_empty())?);
+                judge($name, false $(|| !$why.is_empty())?);
             }
         )*
     };

@@ -295,3 +295,38 @@ fn optimal_finds_a_violation_made_after_a_threads_last_step() {
     assert_eq!(r.invariant.as_deref(), Some("fork_no_reserved"));
 }
 
+/// Which engine gives each registry verdict: optimal for a holding variant
+/// on a scenario the registry judges on it, loom for a violating variant
+/// there (bugs are found at loom's smallest bound) and for a holding
+/// variant that needs what optimal cannot produce.
+#[test]
+fn the_registry_judges_holding_variants_on_optimal_where_it_says() {
+    use vfsmc::check::registry_engine;
+    let fdtable = common::model("fdtable");
+    let on = |m: &'static dyn vfsmc_specs::Model, v: &str, s: &str| {
+        registry_engine(m, m.variant(v).unwrap(), m.scenario(s).unwrap())
+    };
+    assert_eq!(on(fdtable, "current", "fork-vs-open"), EngineKind::Optimal);
+    assert_eq!(
+        on(fdtable, "dup-fd-keeps-reserved", "fork-vs-open"),
+        EngineKind::Loom
+    );
+    assert_eq!(on(fdtable, "current", "churn"), EngineKind::Loom);
+    let litmus = common::model("litmus");
+    let blind = litmus
+        .variants()
+        .iter()
+        .find(|v| {
+            v.expected == vfsmc_specs::Expected::Holds
+                && EngineKind::Optimal
+                    .engine()
+                    .cannot_judge(litmus.needs(v.name))
+                    .is_some()
+        })
+        .expect("a holding litmus test optimal cannot judge");
+    assert_eq!(on(litmus, blind.name, "litmus"), EngineKind::Loom);
+    assert_eq!(
+        on(litmus, "IRIW+fencembonceonces+OnceOnce", "litmus"),
+        EngineKind::Optimal
+    );
+}

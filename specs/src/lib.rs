@@ -147,6 +147,8 @@ pub struct Scenario<P = ()> {
     /// Preemption bound that keeps loom inside the scenario's tier; `None`
     /// means loom explores it exhaustively.
     pub loom_bound: Option<usize>,
+    /// The engine that gives a holding variant its registry verdict here.
+    pub judge: Judge,
     pub tier: Tier,
     /// Whether the plan is built from input bytes (`--input`, `arbitrary`);
     /// such a scenario is checked on inputs, not on its own.
@@ -162,11 +164,35 @@ impl<P> Scenario<P> {
             about: self.about,
             goals: self.goals,
             loom_bound: self.loom_bound,
+            judge: self.judge,
             tier: self.tier,
             generated: self.generated,
             plan: (),
         }
     }
+}
+
+impl<P: Copy> Scenario<P> {
+    /// This row with its holding variants judged by the optimal engine.
+    pub const fn judged_on_optimal(self) -> Self {
+        Scenario {
+            judge: Judge::Optimal,
+            ..self
+        }
+    }
+}
+
+/// Which engine gives a holding variant its registry verdict on a scenario.
+/// A verdict the optimal engine cannot give (the variant needs what it is
+/// blind to, [`Need`]) is loom's on every scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judge {
+    /// loom, within the scenario's `loom_bound`.
+    Loom,
+    /// The optimal-DPOR engine, exhaustive with no preemption bound: one
+    /// execution per class, measured cheaper than loom's search of the
+    /// scenario (docs/engines.md has the figures).
+    Optimal,
 }
 
 /// A scenario row as a spec writes it: its plan built from the scenario
@@ -186,6 +212,7 @@ pub const fn scenario<P>(
         about,
         goals,
         loom_bound,
+        judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
         plan,

@@ -42,8 +42,8 @@ use crate::fdtable::{
 };
 use crate::unlazy::{act, refs_balanced, render_vfs, show_outcome, Op};
 use crate::{
-    deep, returned_by, scenario, Broken, Check, Expected, Invariant, Scenario, ScenarioRow, Spec,
-    Tier, Variant, Watch,
+    deep, returned_by, scenario, Broken, Check, Expected, Invariant, Judge, Scenario, ScenarioRow,
+    Spec, Tier, Variant, Watch,
 };
 
 /// One IORING_OP_OPENAT2 the submitter submits.
@@ -254,7 +254,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         &["cached_bailout", "cached_without_rcu", "punt", "fs_lookup"],
         Some(3),
         cold_miss,
-    ),
+    ).judged_on_optimal(),
     scenario(
         "rename-vs-cached-open",
         "an openat of the cached /tmp/d/x while the actor renames /tmp/d: the inline lazy walk \
@@ -262,7 +262,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         &["inline_completion", "cached_without_rcu", "punt"],
         Some(2),
         rename_vs_cached_open,
-    ),
+    ).judged_on_optimal(),
     scenario(
         "trailing-link-miss",
         "an openat of /l, a cached symlink to tmp/x with x not in the dcache: the inline walk \
@@ -270,7 +270,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         &["cached_bailout_with_links", "punt", "fs_lookup"],
         Some(2),
         trailing_link_miss,
-    ),
+    ).judged_on_optimal(),
     scenario(
         "thread-self-miss",
         "an openat of /proc/thread-self/comm with the process's /proc/1 not in the dcache: the \
@@ -279,7 +279,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         &["cached_bailout_with_links", "link_body_released", "punt"],
         Some(2),
         thread_self_miss,
-    ),
+    ).judged_on_optimal(),
     scenario(
         "resolve-cached",
         "openat2 with RESOLVE_CACHED of the directory /tmp (O_DIRECTORY), of the uncached \
@@ -292,7 +292,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         ],
         Some(3),
         resolve_cached,
-    ),
+    ).judged_on_optimal(),
     scenario(
         "creat-vs-hot",
         "an O_CREAT openat of /tmp/c (forced async at prep) and an openat of the cached /tmp/a \
@@ -309,6 +309,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
                 bench: up to four workers, beyond loom's thread limit)",
         goals: &["inline_completion", "punt"],
         loom_bound: Some(0),
+        judge: Judge::Loom,
         tier: Tier::Pr,
         generated: true,
         plan: seed,

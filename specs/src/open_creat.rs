@@ -30,8 +30,8 @@ use vfsmc_model::vfs::{Node, Vfs};
 
 use crate::unlazy::{act, refs_balanced, render_vfs, show_outcome, Op};
 use crate::{
-    deep, returned_by, scenario, Broken, Check, Expected, Invariant, Scenario, ScenarioRow, Spec,
-    Tier, Variant, Watch,
+    deep, returned_by, scenario, Broken, Check, Expected, Invariant, Judge, Scenario, ScenarioRow,
+    Spec, Tier, Variant, Watch,
 };
 
 /// One open(2) by an opener thread (the file is closed again after a
@@ -287,7 +287,8 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         &["delegation_retry", "created"],
         Some(2),
         delegation_retry,
-    ),
+    )
+    .judged_on_optimal(),
     scenario(
         "kill-vs-open",
         "O_CREAT of the cached /tmp/x while the actor invalidates it and drops the last \
@@ -303,7 +304,8 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         &[],
         Some(2),
         trailing_slash,
-    ),
+    )
+    .judged_on_optimal(),
     scenario(
         "lookup-vs-lookup",
         "two plain opens of /tmp/x, on disk but not in the dcache: under the shared i_rwsem one \
@@ -335,6 +337,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
                 execution is openers x opens",
         goals: &["fast_path_positive_hit"],
         loom_bound: Some(0),
+        judge: Judge::Loom,
         tier: Tier::Pr,
         generated: true,
         plan: opencreate1_loop,

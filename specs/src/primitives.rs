@@ -33,7 +33,9 @@ use vfsmc_model::kernel::task::Task;
 use vfsmc_model::sync;
 use vfsmc_model::trace::{intern, Context, Effect, Note, Part, Parts, Show, Val};
 
-use crate::{Check, Expected, Invariant, Need, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
+use crate::{
+    Check, Expected, Invariant, Judge, Need, Scenario, ScenarioRow, Spec, Tier, Variant, Watch,
+};
 
 /// Which primitive is misused, if any.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,6 +240,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         about: "one writer updates the pair {a, b} from {0, 0} to {1, 1} inside a write section under seq_lock; one reader reads the pair (at most two tries)",
         goals: &["reader-retried"],
         loom_bound: None,
+        judge: Judge::Optimal,
         generated: false,
         tier: Tier::Pr,
         plan: |_| seqcount,
@@ -247,6 +250,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         about: "d_lockref at 1: one task takes a reference with lockref_get while another takes the embedded lock and adds one under it",
         goals: &["lockref-lockless-saw-lock"],
         loom_bound: None,
+        judge: Judge::Optimal,
         generated: false,
         tier: Tier::Pr,
         plan: |_| lockref,
@@ -258,6 +262,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         // Unbounded it is one search of 2,093,023 executions (68 s): the
         // deep twin below keeps that proof nightly.
         loom_bound: Some(4),
+        judge: Judge::Optimal,
         generated: false,
         tier: Tier::Pr,
         plan: |_| rcu,
@@ -267,6 +272,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         about: "rcu with no preemption bound (deep tier: 2.1 million loom executions)",
         goals: &["reader-saw-object", "reader-saw-null"],
         loom_bound: None,
+        judge: Judge::Loom,
         generated: false,
         tier: Tier::Deep,
         plan: |_| rcu,
@@ -276,6 +282,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         about: "two tasks take mutex m; one of them also reads under rcu_read_lock",
         goals: &["mutex-taken-by-reader"],
         loom_bound: None,
+        judge: Judge::Optimal,
         generated: false,
         tier: Tier::Pr,
         plan: |_| sleep,
@@ -285,6 +292,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         about: "two tasks increment data guarded by a_lock; b_lock exists too",
         goals: &["both-updated"],
         loom_bound: None,
+        judge: Judge::Optimal,
         generated: false,
         tier: Tier::Pr,
         plan: |_| lockdep,
@@ -294,6 +302,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         about: "two tasks each take a_lock, then a parent node lock and its child's node lock (one lock class, the child nested as spin_lock_nested(…, 1)), as the dcache nests d_lock",
         goals: &["both-ordered"],
         loom_bound: None,
+        judge: Judge::Optimal,
         generated: false,
         tier: Tier::Pr,
         plan: |_| lock_order,
@@ -303,6 +312,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         about: "a lookup of a table entry under tbl_lock races with its removal",
         goals: &["lookup-got-entry", "lookup-got-enoent"],
         loom_bound: None,
+        judge: Judge::Optimal,
         generated: false,
         tier: Tier::Pr,
         plan: |_| errptr,
@@ -312,6 +322,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         about: "one CPU: a task increments a per-CPU counter while an interrupt handler on the same CPU increments it too",
         goals: &["irq-interrupted-task"],
         loom_bound: None,
+        judge: Judge::Optimal,
         generated: false,
         tier: Tier::Pr,
         plan: |_| irq,
@@ -321,6 +332,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         about: "two tasks on two CPUs each advance the pair {freelist, tid} from {n, n} to {n+1, n+1}",
         goals: &["cmpxchg-double-retried"],
         loom_bound: None,
+        judge: Judge::Optimal,
         generated: false,
         tier: Tier::Pr,
         plan: |_| cmpxchg_double,
@@ -330,6 +342,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         about: "obj#1 published in gp: a reader holding r_lock (no rcu_read_lock) dereferences gp while the updater unpublishes it, waits in synchronize_rcu and frees it",
         goals: &["sched-reader-saw-object", "sched-reader-saw-null"],
         loom_bound: None,
+        judge: Judge::Optimal,
         generated: false,
         tier: Tier::Pr,
         plan: |_| rcu_sched,
@@ -339,6 +352,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         about: "obj#1 of a SLAB_TYPESAFE_BY_RCU cache, published in gp with one reference: a reader takes a reference under rcu_read_lock and reads it; the owner unpublishes it and drops its reference (the last one frees it); the GP kthread returns freed memory to the page allocator after a grace period",
         goals: &["typesafe-reader-got-ref", "slab-page-returned"],
         loom_bound: Some(3),
+        judge: Judge::Optimal,
         generated: false,
         tier: Tier::Pr,
         plan: |_| typesafe,
@@ -348,6 +362,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         about: "the typesafe scenario searched without a preemption bound (3.4M loom executions, about 6 minutes)",
         goals: &["typesafe-reader-got-ref", "slab-page-returned"],
         loom_bound: None,
+        judge: Judge::Loom,
         generated: false,
         tier: Tier::Deep,
         plan: |_| typesafe,
@@ -357,6 +372,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         about: "a dentry's d_lockref at 1, held by the killer: the killer drops it (lockref_put_return) and, if it was the last, kills the dentry under the lock (lockref_mark_dead); a getter takes a reference (lockref_get_not_zero, then lockref_get_not_dead) and drops it",
         goals: &["getter-got-ref", "getter-saw-dead", "killer-marked-dead", "killer-saw-ref"],
         loom_bound: None,
+        judge: Judge::Optimal,
         generated: false,
         tier: Tier::Pr,
         plan: |_| lockref_dead,

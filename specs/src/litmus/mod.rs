@@ -60,7 +60,9 @@ pub mod race;
 
 use std::sync::{Arc, LazyLock};
 
-use crate::{Check, Expected, Invariant, Need, Scenario, ScenarioRow, Spec, Tier, Variant, Watch};
+use crate::{
+    Check, Expected, Invariant, Judge, Need, Scenario, ScenarioRow, Spec, Tier, Variant, Watch,
+};
 use interp::{Program, Seek};
 
 /// The `Result:` a test documents.
@@ -518,6 +520,7 @@ const SCENARIOS: &[ScenarioRow<()>] = &[Scenario {
     about: "the test's own threads, from the test's initial state",
     goals: &[],
     loom_bound: None,
+    judge: Judge::Optimal,
     tier: Tier::Pr,
     generated: false,
     plan: |_| (),
