@@ -94,7 +94,9 @@ fn unknown_names_are_bad_input() {
     assert_bad_input(&["bench", "nosuchmodel"], "unknown model");
     assert_bad_input(&["show", "nosuchmodel"], "unknown model");
     assert_bad_input(
-        &["review", "fdtable", "v6.10", "current", "--engine", "registry"],
+        &[
+            "review", "fdtable", "v6.10", "current", "--engine", "registry",
+        ],
         "only `vfsmc check` judges the registry's checks",
     );
     assert_bad_input(
