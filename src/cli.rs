@@ -215,7 +215,8 @@ struct CheckArgs {
     /// Engine(s): loom, random, pct, dfs, stress, optimal, optimal-sc, a
     /// comma-separated list, or all; `registry` is, per check, the engine
     /// that gives its registry verdict (optimal for a holding variant on a
-    /// scenario the registry judges on it, loom otherwise).
+    /// scenario the registry judges on it, loom otherwise, and loom for
+    /// every check under --max-preemptions).
     #[arg(long, default_value = "registry,pct")]
     engine: String,
     #[command(flatten)]
@@ -686,22 +687,30 @@ fn check_engines_of(engine: &str, a: &BudgetArgs, schedule: Option<&str>) -> Out
     let engines = if rest.is_empty() {
         Vec::new()
     } else {
-        engines_of(&rest.join(","), a, schedule)?
+        named_engines(&rest.join(","))?
     };
+    let mut all = engines.clone();
     if registry {
         // Its checks run on loom or optimal.
-        let mut all = engines.clone();
         all.extend([EngineKind::Loom, EngineKind::Optimal]);
-        flags_apply(&all, engine, a, schedule)?;
     }
+    flags_apply(&all, engine, a, schedule)?;
     Ok(CheckEngines { registry, engines })
 }
 
 /// The `--engine` name of each check's registry engine.
 const REGISTRY: &str = "registry";
 
-/// `--engine`: one engine, a comma-separated list, or `all`.
+/// `--engine`: one engine, a comma-separated list, or `all`, for the flags
+/// of `a` and `schedule`.
 fn engines_of(engine: &str, a: &BudgetArgs, schedule: Option<&str>) -> Out<Vec<EngineKind>> {
+    let engines = named_engines(engine)?;
+    flags_apply(&engines, engine, a, schedule)?;
+    Ok(engines)
+}
+
+/// The engines `engine` names, sorted, each once.
+fn named_engines(engine: &str) -> Out<Vec<EngineKind>> {
     let mut engines = Vec::new();
     for name in engine.split(',') {
         if name == "all" {
@@ -723,7 +732,6 @@ fn engines_of(engine: &str, a: &BudgetArgs, schedule: Option<&str>) -> Out<Vec<E
     }
     engines.sort();
     engines.dedup();
-    flags_apply(&engines, engine, a, schedule)?;
     Ok(engines)
 }
 
@@ -848,7 +856,7 @@ fn checks_for(a: &CheckArgs, engine: Option<EngineKind>, budget: &Budget) -> Out
                         s.name
                     )));
                 }
-                let on = engine.unwrap_or_else(|| check::registry_engine(m, v, s));
+                let on = engine.unwrap_or_else(|| registry_engine_under(a, m, v, s));
                 let mut c = Check::new(m, v, s, on).with_budget(budget);
                 c.input = input.clone();
                 c.schedule = a.schedule.clone();
@@ -857,6 +865,21 @@ fn checks_for(a: &CheckArgs, engine: Option<EngineKind>, budget: &Budget) -> Out
         }
     }
     Ok(checks)
+}
+
+/// The registry engine of a check, unless `--max-preemptions` asks for a
+/// bounded search: only loom takes a bound, so every check is loom's then.
+fn registry_engine_under(
+    a: &CheckArgs,
+    m: &'static dyn Model,
+    v: &'static Variant,
+    s: &'static Scenario,
+) -> EngineKind {
+    if a.budget.max_preemptions.is_some() {
+        EngineKind::Loom
+    } else {
+        check::registry_engine(m, v, s)
+    }
 }
 
 /// The confidence target of `--confidence`, if given: PCT runs until a bug

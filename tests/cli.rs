@@ -568,3 +568,37 @@ fn the_output_is_the_same_bytes_for_any_number_of_jobs() {
         "VFSMC_JOBS=lots",
     );
 }
+
+/// The default engines judge each check on its registry engine: optimal for
+/// a holding variant on a scenario the registry judges on it, and loom when
+/// `--max-preemptions` asks for a bounded search.
+#[test]
+fn the_registry_engine_is_optimal_where_the_row_says_and_loom_under_a_bound() {
+    let row = [
+        "check",
+        "fdtable",
+        "--variant",
+        "current",
+        "--scenario",
+        "fork-vs-open",
+    ];
+    let o = vfsmc(&row);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("[fork-vs-open] optimal: holds"),
+        "{}",
+        stdout(&o)
+    );
+    let bounded: Vec<&str> = row
+        .iter()
+        .copied()
+        .chain(["--max-preemptions", "1"])
+        .collect();
+    let o = vfsmc(&bounded);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("[fork-vs-open] loom: holds"),
+        "{}",
+        stdout(&o)
+    );
+}
