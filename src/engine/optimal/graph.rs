@@ -149,9 +149,12 @@ pub enum Label {
     Join {
         child: Tid,
     },
-    /// A location comes into being with its initial value.
+    /// A location comes into being with its initial value. The value is
+    /// the graph's: the same allocation of a thread may start with another
+    /// value in another graph (it may depend on what the thread read).
     Alloc {
         loc: Loc,
+        init: u64,
     },
     Read {
         loc: Loc,
@@ -258,12 +261,6 @@ pub struct Event {
     pub acq: View,
 }
 
-/// A location as the search knows it.
-#[derive(Clone, Debug)]
-pub struct LocInfo {
-    pub init: u64,
-}
-
 /// One execution graph.
 #[derive(Clone, Debug, Default)]
 pub struct Graph {
@@ -319,11 +316,15 @@ impl Graph {
             .flat_map(|(t, evs)| (0..evs.len()).map(move |i| Pos::new(t, i)))
     }
 
-    /// The value the write at `w` stored (the initial value for the
-    /// initial write of `loc`).
-    pub fn value(&self, w: Pos, loc: Loc, locs: &[LocInfo]) -> u64 {
+    /// The value the write at `w` stored (for the initial write of `loc`,
+    /// the value its allocation gave it).
+    pub fn value(&self, w: Pos, loc: Loc) -> u64 {
         if w.is_init() {
-            return locs[loc].init;
+            let a = self.alloc[loc].expect("an accessed location's allocation is in the graph");
+            let Label::Alloc { init, .. } = *self.label(a) else {
+                unreachable!("a location's allocation is an Alloc")
+            };
+            return init;
         }
         match *self.label(w) {
             Label::Write { val, .. } => val,
@@ -415,7 +416,7 @@ impl Graph {
             acq: View::default(),
         });
         match label {
-            Label::Alloc { loc } => self.alloc[loc] = Some(p),
+            Label::Alloc { loc, .. } => self.alloc[loc] = Some(p),
             Label::Read { loc, .. } => self.reads[loc].push(p),
             _ => {}
         }

@@ -163,7 +163,7 @@ fn explore_here(model: Model, budget: &Budget, body: Body) -> Exploration {
         }
         let mut st = rt.st.borrow_mut();
         let st = &mut *st;
-        if !st.search.next_graph(&st.locs) {
+        if !st.search.next_graph(st.locs) {
             break;
         }
     });

@@ -24,7 +24,7 @@ use generator::{Generator, Gn};
 use vfsmc_model::sync::{GraphRuntime, RmwOp};
 
 use super::consistency::Model;
-use super::graph::{Block, Graph, Label, Loc, LocInfo, Pos, ReadKind, Tid};
+use super::graph::{Block, Graph, Label, Loc, Pos, ReadKind, Tid};
 use super::trust::Search;
 
 /// One operation a model thread asks for.
@@ -103,7 +103,8 @@ pub struct State {
     /// Thread slots by spawn path (main is `[]`).
     keys: Vec<Vec<u32>>,
     slots: BTreeMap<Vec<u32>, Tid>,
-    pub locs: Vec<LocInfo>,
+    /// How many locations the search has named.
+    pub locs: usize,
     loc_names: BTreeMap<(Tid, u32), Loc>,
     cur: Tid,
     threads: Threads,
@@ -136,7 +137,7 @@ impl Runtime {
                 search: Search::new(model),
                 keys: vec![Vec::new()],
                 slots,
-                locs: Vec::new(),
+                locs: 0,
                 loc_names: BTreeMap::new(),
                 cur: 0,
                 threads: Threads::default(),
@@ -215,7 +216,7 @@ impl Runtime {
         st.cur = 0;
         let g = st.search.graph();
         if g.len(0) == 0 {
-            let n = st.locs.len();
+            let n = st.locs;
             st.search.add(0, Label::Start { creator: None }, n);
         }
         st.threads.cursor[0] = 1;
@@ -326,8 +327,8 @@ impl Runtime {
             (*st.search.graph().label(Pos::new(t, at)), at)
         };
         let result = match (op, label) {
-            (Op::Alloc(init), Label::Alloc { loc }) => {
-                self.name_loc(t, loc, *init).map(|()| loc as u64)
+            (Op::Alloc(init), Label::Alloc { loc, init: was }) => {
+                self.name_loc(t, loc, *init == was).map(|()| loc as u64)
             }
             (Op::Fence(_), Label::Fence { .. }) => Ok(0),
             _ => Err(format!(
@@ -367,7 +368,7 @@ impl Runtime {
             };
             match (&op, label) {
                 (Op::Spawn(_), Label::Create { child }) => (child as u64, 1, false),
-                _ => replay_match(&op, label, next, g, &st.locs)?,
+                _ => replay_match(&op, label, next, g)?,
             }
         };
         let mut st = self.st.borrow_mut();
@@ -395,13 +396,13 @@ impl Runtime {
     }
 
     /// Checks that the `n`-th allocation of thread `t` is location `loc`
-    /// with the same initial value as before.
-    fn name_loc(&self, t: Tid, loc: Loc, init: u64) -> Result<(), String> {
+    /// and, by `same_init`, starts with the value the graph gave it.
+    fn name_loc(&self, t: Tid, loc: Loc, same_init: bool) -> Result<(), String> {
         let mut st = self.st.borrow_mut();
         let n = st.threads.allocs[t];
         st.threads.allocs[t] += 1;
         match st.loc_names.get(&(t, n)) {
-            Some(&l) if l == loc && st.locs[l].init == init => Ok(()),
+            Some(&l) if l == loc && same_init => Ok(()),
             _ => Err(format!("thread {t}'s allocation {n} is not location {loc}")),
         }
     }
@@ -476,7 +477,7 @@ impl Runtime {
             }
         };
         st.threads.ensure(child);
-        let locs = st.locs.len();
+        let locs = st.locs;
         let create = st.search.add(t, Label::Create { child }, locs);
         st.search.add(
             child,
@@ -512,9 +513,9 @@ impl Runtime {
         st.search.remove_label(t);
         let r = st
             .search
-            .add_read(t, loc, Ordering::Acquire, ReadKind::Lock, &st.locs);
+            .add_read(t, loc, Ordering::Acquire, ReadKind::Lock, st.locs);
         debug_assert_ne!(r.value, 0, "the fallback reads a held mutex");
-        let n = st.locs.len();
+        let n = st.locs;
         st.search.add(t, Label::Block(Block::LockHeld), n);
         st.threads.parked[t] = true;
         true
@@ -553,7 +554,7 @@ enum Step {
 
 impl State {
     fn locs_len(&self) -> usize {
-        self.locs.len()
+        self.locs
     }
 
     /// Adds the events of operation `op` of thread `t`.
@@ -570,16 +571,15 @@ impl State {
             Op::Alloc(init) => {
                 let k = self.threads.allocs[t];
                 self.threads.allocs[t] += 1;
-                let loc = *self.loc_names.entry((t, k)).or_insert(self.locs.len());
-                if loc == self.locs.len() {
-                    self.locs.push(LocInfo { init });
+                let loc = *self.loc_names.entry((t, k)).or_insert(self.locs);
+                if loc == self.locs {
+                    self.locs += 1;
                 }
-                self.locs[loc].init = init;
-                self.search.add(t, Label::Alloc { loc }, self.locs.len());
+                self.search.add(t, Label::Alloc { loc, init }, self.locs);
                 Step::Value(loc as u64)
             }
             Op::Load(loc, o) => {
-                let r = self.search.add_read(t, loc, o, ReadKind::Plain, &self.locs);
+                let r = self.search.add_read(t, loc, o, ReadKind::Plain, self.locs);
                 Step::Value(r.value)
             }
             Op::Store(loc, v, o) => {
@@ -594,7 +594,7 @@ impl State {
                 };
                 let r = self
                     .search
-                    .add_read(t, loc, acquire_part(o), kind, &self.locs);
+                    .add_read(t, loc, acquire_part(o), kind, self.locs);
                 let new = op.apply(r.value);
                 self.search.add_rmw_write(t, release_part(o), new, n);
                 self.wake_lock_waiters(loc, new);
@@ -614,7 +614,7 @@ impl State {
                     fail,
                     wo: release_part(succ),
                 };
-                let r = self.search.add_read(t, loc, fail, kind, &self.locs);
+                let r = self.search.add_read(t, loc, fail, kind, self.locs);
                 if r.value == expected {
                     self.search.add_rmw_write(t, release_part(succ), new, n);
                     self.wake_lock_waiters(loc, new);
@@ -636,7 +636,7 @@ impl State {
                 let kind = ReadKind::Await { unless };
                 let r = self
                     .search
-                    .add_read(t, loc, Ordering::Acquire, kind, &self.locs);
+                    .add_read(t, loc, Ordering::Acquire, kind, self.locs);
                 if r.value == unless {
                     self.search.add(t, Label::Block(Block::CondWait), n);
                     return Step::Park(None);
@@ -674,13 +674,13 @@ impl State {
     fn lock(&mut self, t: Tid, loc: Loc) -> Step {
         let n = self.locs_len();
         let g = self.search.graph();
-        if g.value(g.co_max(loc), loc, &self.locs) != 0 {
+        if g.value(g.co_max(loc), loc) != 0 {
             self.search.add(t, Label::Block(Block::LockWait(loc)), n);
             return Step::Park(Some(Op::Lock(loc)));
         }
         let r = self
             .search
-            .add_read(t, loc, Ordering::Acquire, ReadKind::Lock, &self.locs);
+            .add_read(t, loc, Ordering::Acquire, ReadKind::Lock, self.locs);
         debug_assert_eq!(r.value, 0, "a lock reads the co-latest, free value");
         self.search.add_rmw_write(t, Ordering::Relaxed, 1, n);
         Step::Value(0)
@@ -896,9 +896,8 @@ fn replay_match(
     label: Label,
     next: impl Fn(usize) -> Option<Label>,
     g: &Graph,
-    locs: &[LocInfo],
 ) -> Result<(u64, usize, bool), String> {
-    let read_value = |loc: Loc, rf: Pos| g.value(rf, loc, locs);
+    let read_value = |loc: Loc, rf: Pos| g.value(rf, loc);
     let with_write =
         |loc: Loc| matches!(next(1), Some(Label::Write { loc: l, rmw: true, .. }) if l == loc);
     match (op, label) {

@@ -28,7 +28,7 @@
 use std::sync::atomic::Ordering;
 
 use super::consistency::{self, Model};
-use super::graph::{Block, Event, Graph, Label, Loc, LocInfo, Pos, ReadKind, Tid};
+use super::graph::{Block, Event, Graph, Label, Loc, Pos, ReadKind, Tid};
 
 /// An alternative the search still has to take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,7 +170,7 @@ impl Search {
         loc: Loc,
         ord: Ordering,
         kind: ReadKind,
-        locs: &[LocInfo],
+        locs: usize,
     ) -> ReadResult {
         let model = self.model;
         let g = self.g();
@@ -180,8 +180,8 @@ impl Search {
         let max = *cands.last().expect("a read has a write to read");
         cands.pop();
         let g = &self.top().g;
-        cands.retain(|&w| offered(g, w, loc, kind, &view, locs));
-        let value = g.value(max, loc, locs);
+        cands.retain(|&w| offered(g, w, loc, kind, &view));
+        let value = g.value(max, loc);
         let ord = self.ord(kind.read_ord(value, ord));
         let label = Label::Read {
             loc,
@@ -189,7 +189,7 @@ impl Search {
             kind,
             rf: max,
         };
-        let pos = self.g().push(t, label, locs.len());
+        let pos = self.g().push(t, label, locs);
         for w in cands {
             self.push_item(Item::Read { r: pos, w });
         }
@@ -345,7 +345,7 @@ impl Search {
 
     /// Takes the next item of the path: the graph it makes becomes the
     /// current one when it is consistent. `false` when nothing is left.
-    pub fn next_graph(&mut self, locs: &[LocInfo]) -> bool {
+    pub fn next_graph(&mut self, locs: usize) -> bool {
         self.moot = false;
         loop {
             let Some(frame) = self.frames.last_mut() else {
@@ -367,7 +367,7 @@ impl Search {
 
     /// Applies `item` to the top frame (or a new one); whether the graph it
     /// makes is consistent and not moot.
-    fn apply(&mut self, item: Item, locs: &[LocInfo]) -> bool {
+    fn apply(&mut self, item: Item, locs: usize) -> bool {
         self.moot = false;
         match item {
             Item::Read { r, w } => {
@@ -391,7 +391,7 @@ impl Search {
 
     /// Starts a frame with the graph where `r` reads `w` and only what is
     /// older than `r` or in `w`'s porf-prefix stays.
-    fn backward_revisit(&mut self, r: Pos, w: Pos, locs: &[LocInfo]) {
+    fn backward_revisit(&mut self, r: Pos, w: Pos, locs: usize) {
         let stamp = self.graph().event(w).stamp;
         let mut g = self.graph().clone();
         g.cut_to(stamp);
@@ -424,19 +424,19 @@ impl Search {
     /// Makes the read at `r` (the last event of its thread) read `w`, and
     /// completes or drops its write part (an RMW) or turns a lock read that
     /// now sees the lock held into a wait label.
-    fn set_rf(&mut self, r: Pos, w: Pos, added_max: bool, locs: &[LocInfo]) {
+    fn set_rf(&mut self, r: Pos, w: Pos, added_max: bool, locs: usize) {
         let g = self.g();
         g.threads[r.tid()].truncate(r.idx() + 1);
         let Label::Read { loc, ord, kind, .. } = *g.label(r) else {
             unreachable!("a revisited event is a read")
         };
-        let value = g.value(w, loc, locs);
+        let value = g.value(w, loc);
         if kind == ReadKind::Lock && value != 0 {
             // The lock read of a held mutex waits for the next write of it.
             let mut keep: Vec<usize> = g.threads.iter().map(Vec::len).collect();
             keep[r.tid()] = r.idx();
             g.restrict(&keep);
-            g.push(r.tid(), Label::Block(Block::LockWait(loc)), locs.len());
+            g.push(r.tid(), Label::Block(Block::LockWait(loc)), locs);
             return;
         }
         let ord = self.ord(kind.read_ord(value, ord));
@@ -451,7 +451,7 @@ impl Search {
         e.added_max = added_max;
         g.compute_views(r);
         if let Some((new, wo)) = kind.write_for(value) {
-            self.add_rmw_write(r.tid(), wo, new, locs.len());
+            self.add_rmw_write(r.tid(), wo, new, locs);
         }
     }
 }
@@ -477,15 +477,8 @@ fn co_before_kept(g: &Graph, e: Pos, w: Pos, keep: &impl Fn(Pos) -> bool) -> boo
 /// alternative to the co-latest write: not for a lock, a value that holds
 /// it; not for an RMW that would succeed, a write another RMW already read
 /// for good (one no revisit may change, or in what this read saw).
-fn offered(
-    g: &Graph,
-    w: Pos,
-    loc: Loc,
-    kind: ReadKind,
-    view: &super::graph::View,
-    locs: &[LocInfo],
-) -> bool {
-    let value = g.value(w, loc, locs);
+fn offered(g: &Graph, w: Pos, loc: Loc, kind: ReadKind, view: &super::graph::View) -> bool {
+    let value = g.value(w, loc);
     if kind == ReadKind::Lock && value != 0 {
         return false;
     }
