@@ -306,11 +306,16 @@ impl Check {
         .with_budget(&Budget::default())
     }
 
-    /// This check within `budget`; where the budget sets no loom bound, the
-    /// scenario's PR-tier bound applies.
+    /// This check within `budget`; where the budget sets no bound and the
+    /// engine is loom, the scenario's PR-tier bound applies. The scenario
+    /// bounds are loom's: the optimal engine is bounded only when asked.
     pub fn with_budget(mut self, budget: &Budget) -> Check {
+        let scenario_bound = self
+            .scenario
+            .loom_bound
+            .filter(|_| self.engine == EngineKind::Loom);
         self.budget = Budget {
-            max_preemptions: budget.max_preemptions.or(self.scenario.loom_bound),
+            max_preemptions: budget.max_preemptions.or(scenario_bound),
             ..budget.clone()
         };
         self

@@ -179,7 +179,8 @@ struct BudgetArgs {
     /// Seed of random and PCT [env: VFSMC_SEED].
     #[arg(long)]
     seed: Option<u64>,
-    /// loom: largest preemption bound (default: the scenario's PR-tier bound)
+    /// loom: largest preemption bound (default: the scenario's PR-tier
+    /// bound); optimal: its preemption bound (default: none)
     /// [env: VFSMC_MAX_PREEMPTIONS].
     #[arg(long)]
     max_preemptions: Option<u64>,
@@ -868,7 +869,8 @@ fn checks_for(a: &CheckArgs, engine: Option<EngineKind>, budget: &Budget) -> Out
 }
 
 /// The registry engine of a check, unless `--max-preemptions` asks for a
-/// bounded search: only loom takes a bound, so every check is loom's then.
+/// bounded search: the scenarios' bounds are loom's, so every check is
+/// loom's then (`--engine optimal --max-preemptions N` bounds optimal).
 fn registry_engine_under(
     a: &CheckArgs,
     m: &'static dyn Model,

@@ -162,7 +162,7 @@ fn impossible_budgets_are_bad_input() {
             "--max-preemptions",
             "1",
         ],
-        "--max-preemptions bounds loom only",
+        "--max-preemptions bounds loom, optimal or optimal-sc only",
     );
     assert_bad_input(
         &[

@@ -175,6 +175,8 @@ fn the_parts_of_an_optimal_search_partition_the_unsplit_one() {
     for (model, variant, scenario, depth, n) in rows {
         let mut c = check(model, variant, scenario);
         c.engine = EngineKind::Optimal;
+        // Unbounded, as the registry runs it (the scenario bound is loom's).
+        c.budget.max_preemptions = None;
         c.budget.optimal_split_depth = depth;
         let whole = c.run().unwrap();
         let what = format!("{model}/{variant} [{scenario}] in {n} parts at depth {depth}");

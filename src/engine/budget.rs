@@ -48,6 +48,10 @@ pub struct Budget {
     /// Collect a fingerprint of every execution explored (the split's
     /// soundness test compares the sets); no flag or variable sets it.
     pub fingerprints: bool,
+    /// optimal: count the preemptions of every execution's graph (the
+    /// bounded search's completeness test compares them with what a
+    /// bounded search reaches); no flag or variable sets it.
+    pub preemption_counts: bool,
     /// Whether executions record their steps and check invariants. Only
     /// `vfsmc bench --overhead` turns it off, to price them: a search that
     /// does not record proves nothing, so no flag or variable sets it.
@@ -73,6 +77,7 @@ impl Default for Budget {
             optimal_max_events: 100_000,
             optimal_split_depth: 12,
             fingerprints: false,
+            preemption_counts: false,
             recording: true,
         }
     }
@@ -203,8 +208,8 @@ impl Knob {
             }
             Knob::Seed => "seed of the random and PCT searches, and of shrinking",
             Knob::MaxPreemptions => {
-                "largest loom preemption bound tried; unset: the scenario's PR-tier bound, \
-                 else unbounded"
+                "loom: largest preemption bound tried (unset: the scenario's PR-tier bound, \
+                 else unbounded); optimal: its preemption bound (unset: unbounded)"
             }
             Knob::LoomCap => {
                 "loom executions per bound before it stops, no longer exhaustive; unset: no cap"

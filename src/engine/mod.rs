@@ -266,6 +266,9 @@ pub struct Exploration {
     /// Executions that ended with a thread waiting on what a revisit will
     /// change (optimal; counted among `executions`).
     pub blocked: usize,
+    /// With `Budget::preemption_counts` (optimal): the fewest preemptions
+    /// of each execution's graph, in the order the search explored them.
+    pub preemption_counts: Option<Vec<usize>>,
     /// The space under the stated bound was explored completely.
     pub exhaustive: bool,
     /// loom: the preemption bound of the deciding run (`None`: unbounded).

@@ -207,6 +207,11 @@ impl Label {
 pub struct View(Vec<u32>);
 
 impl View {
+    /// Per thread, how many of its first events the prefix holds.
+    pub fn counts(&self) -> &[u32] {
+        &self.0
+    }
+
     pub fn get(&self, t: Tid) -> u32 {
         self.0.get(t).copied().unwrap_or(0)
     }

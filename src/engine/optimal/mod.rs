@@ -13,6 +13,7 @@
 //! execution graph, [`consistency`] the memory model. `ENGINE.md` beside
 //! this file says what it models and how it was judged.
 
+mod bound;
 mod consistency;
 mod graph;
 mod runtime;
@@ -70,6 +71,7 @@ impl Engine for Optimal {
 
     fn knobs(&self) -> &'static [Knob] {
         &[
+            Knob::MaxPreemptions,
             Knob::OptimalCap,
             Knob::OptimalMaxEvents,
             Knob::OptimalSplitDepth,
@@ -84,8 +86,12 @@ impl Engine for Optimal {
         &[]
     }
 
-    fn coverage(&self, _found: &Found) -> String {
-        String::new()
+    /// The bound where it had one; an unbounded search says nothing (its
+    /// reports are the registry's).
+    fn coverage(&self, found: &Found) -> String {
+        found
+            .max_preemptions
+            .map_or(String::new(), |n| format!(", preemption bound {n}"))
     }
 
     fn explore(&self, budget: &Budget, body: Body) -> Exploration {
@@ -117,6 +123,7 @@ fn explore_here(model: Model, budget: &Budget, body: Body) -> Exploration {
         depth: budget.optimal_split_depth,
         subtrees: 0,
     });
+    rt.st.borrow_mut().search.bound = budget.max_preemptions;
     let main = {
         let session = session.clone();
         move || {
@@ -126,6 +133,7 @@ fn explore_here(model: Model, budget: &Budget, body: Body) -> Exploration {
         }
     };
     let mut blocked = 0;
+    let mut counts = budget.preemption_counts.then(Vec::new);
     let mut failure = None;
     let mut capped = false;
     with_graph_runtime(&rt, || loop {
@@ -144,6 +152,9 @@ fn explore_here(model: Model, budget: &Budget, body: Body) -> Exploration {
                 if own {
                     c.executions += 1;
                     blocked += usize::from(matches!(outcome, Outcome::Blocked));
+                    if let Some(n) = counts.as_mut() {
+                        n.push(bound::preemptions(rt.st.borrow().search.graph()));
+                    }
                 } else {
                     c.probes += 1;
                 }
@@ -171,8 +182,10 @@ fn explore_here(model: Model, budget: &Budget, body: Body) -> Exploration {
     let c = lock(&col);
     Exploration {
         exhaustive: !capped && failure.is_none(),
+        preemption_bound: budget.max_preemptions,
         failure,
         blocked,
+        preemption_counts: counts,
         subtrees,
         ..c.exploration()
     }

@@ -27,6 +27,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::bound;
 use super::consistency::{self, Model};
 use super::graph::{Block, Event, Graph, Label, Loc, Pos, ReadKind, Tid};
 
@@ -78,6 +79,8 @@ pub struct Search {
     /// The choice depth of the current graph.
     depth: usize,
     pub split: Option<Split>,
+    /// The preemption bound (`bound.rs`), if the search has one.
+    pub bound: Option<usize>,
 }
 
 /// What a read of the runtime returned.
@@ -96,6 +99,7 @@ impl Search {
             moot: false,
             depth: 0,
             split: None,
+            bound: None,
         }
     }
 
@@ -157,9 +161,17 @@ impl Search {
         self.g().pop(t);
     }
 
-    /// Adds an event that reads and writes nothing.
+    /// Adds an event that reads and writes nothing. A thread's end or join
+    /// is where a bounded search checks its bound (`bound.rs`): the graph
+    /// is moot when it has too many preemptions to be worth going on with.
     pub fn add(&mut self, t: Tid, label: Label, locs: usize) -> Pos {
-        self.g().push(t, label, locs)
+        let p = self.g().push(t, label, locs);
+        if let (Some(b), Label::Finish | Label::Join { .. }) = (self.bound, label) {
+            if bound::exceeds(self.graph(), b) {
+                self.moot = true;
+            }
+        }
+        p
     }
 
     /// Adds a read of `loc` by `t` reading the co-latest write it may read,
