@@ -317,6 +317,15 @@ struct BenchArgs {
     /// variants on one worker, then on --jobs, and the speed-up.
     #[arg(long)]
     scaling: bool,
+    /// Re-measure which engine should judge each scenario's holding
+    /// variants: loom at the scenario's bound against optimal unbounded
+    /// (capped at --judge-cap per variant); rows where the registry's
+    /// choice differs are marked stale.
+    #[arg(long, conflicts_with_all = ["scaling", "overhead", "native"])]
+    judge: bool,
+    /// Executions per variant the optimal engine gets under --judge.
+    #[arg(long, default_value_t = 40_000, requires = "judge")]
+    judge_cap: usize,
     /// Measurements run at once [env: VFSMC_JOBS; default: the available
     /// cores]; with more than one, each row's time includes the others'.
     #[arg(long, short = 'j', value_name = "N")]
@@ -1408,6 +1417,9 @@ fn bench(a: BenchArgs) -> Out<i32> {
     if a.scaling {
         return bench_scaling(&models, &a, &budget, jobs);
     }
+    if a.judge {
+        return bench_judge(&models, &a, jobs);
+    }
     println!("vfsmc bench: wall-clock numbers on this machine; they vary between runs");
     if jobs > 1 {
         println!("({jobs} measurements at once, one per core: --jobs 1 times them alone)");
@@ -1495,6 +1507,84 @@ fn bench_scaling(
         return Ok(1);
     }
     Ok(0)
+}
+
+/// `vfsmc bench --judge`: per scenario with holding variants the optimal
+/// engine can judge, both engines' executions and time, the registry's
+/// choice and the one this measurement makes ([`crate::judge`]). Exit 0;
+/// a stale row is news for the registry, not a failure of the run.
+fn bench_judge(models: &[&'static dyn Model], a: &BenchArgs, jobs: usize) -> Out<i32> {
+    let rows: Vec<_> = models
+        .iter()
+        .flat_map(|&m| {
+            crate::judge::candidates(m)
+                .into_iter()
+                .map(move |(s, vs)| (m, s, vs))
+        })
+        .map(|(m, s, mut vs)| {
+            vs.retain(|v| a.variant.as_deref().is_none_or(|name| name == v.name));
+            (m, s, vs)
+        })
+        .filter(|(_, _, vs)| !vs.is_empty())
+        .collect();
+    if a.format == TableFormat::Text {
+        println!("vfsmc bench --judge: wall-clock numbers on this machine; they vary between runs");
+    }
+    let mut stale = 0;
+    let measure = |i: usize| {
+        let (m, s, vs) = &rows[i];
+        crate::judge::measure(*m, s, vs, a.judge_cap)
+    };
+    crate::pool::ordered(jobs, rows.len(), measure, |_, row| {
+        stale += usize::from(row.stale());
+        println!("{}", judge_line(&row, a.format));
+        true
+    });
+    if a.format == TableFormat::Text {
+        println!(
+            "{} scenarios measured; the registry's engine differs from this measurement on {stale}",
+            rows.len()
+        );
+    }
+    Ok(0)
+}
+
+fn judge_line(row: &crate::judge::Row, format: TableFormat) -> String {
+    use crate::judge::engine_name;
+    let (registry, measured) = (engine_name(row.registry), engine_name(row.measured()));
+    match format {
+        TableFormat::Json => serde_json::json!({
+            "record": "judge",
+            "model": row.model,
+            "scenario": row.scenario,
+            "holding_variants": row.variants,
+            "loom": {"executions": row.loom.executions, "seconds": row.loom.seconds,
+                     "complete": row.loom.complete},
+            "optimal": {"executions": row.optimal.executions, "seconds": row.optimal.seconds,
+                        "complete": row.optimal.complete},
+            "registry": registry,
+            "measured": measured,
+            "stale": row.stale(),
+        })
+        .to_string(),
+        TableFormat::Text => format!(
+            "{} [{}] {} holding: loom {} executions {:.3}s, optimal {} executions {:.3}s{}; \
+             registry {registry}, measured {measured}{}",
+            row.model,
+            row.scenario,
+            row.variants,
+            row.loom.executions,
+            row.loom.seconds,
+            row.optimal.executions,
+            row.optimal.seconds,
+            if row.optimal.complete {
+                ""
+            } else {
+                " (not proved)"
+            },
+            if row.stale() { ": STALE" } else { "" }
+        ),
+    }
 }
 
 fn timed(c: &Check) -> (Report, f64) {

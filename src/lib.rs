@@ -9,6 +9,7 @@ pub mod corpus;
 pub mod coverage;
 pub mod diagram;
 pub mod engine;
+pub mod judge;
 pub mod litmus;
 pub mod pool;
 pub mod progress;

@@ -602,3 +602,58 @@ fn the_registry_engine_is_optimal_where_the_row_says_and_loom_under_a_bound() {
         stdout(&o)
     );
 }
+
+/// `bench --judge` measures every scenario whose holding variants the
+/// optimal engine could judge, names the registry's choice as the spec
+/// writes it, and proves (unbounded, within the cap) every row the
+/// registry judges on optimal. Its times are printed, never asserted here.
+#[test]
+fn bench_judge_measures_each_scenario_against_the_registrys_choice() {
+    let model = vfsmc_specs::model("primitives").expect("the primitives model");
+    let o = vfsmc(&["bench", "primitives", "--judge", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let records: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON record per line"))
+        .collect();
+    let names: Vec<&str> = records
+        .iter()
+        .map(|r| r["scenario"].as_str().expect("a scenario name"))
+        .collect();
+    assert!(!names.is_empty());
+    for (r, name) in records.iter().zip(&names) {
+        let s = model
+            .scenarios()
+            .iter()
+            .find(|s| s.name == *name)
+            .expect("a scenario of the model");
+        let registry = match s.judge {
+            vfsmc_specs::Judge::Loom => "loom",
+            vfsmc_specs::Judge::Optimal => "optimal",
+        };
+        assert_eq!(r["record"], "judge");
+        assert_eq!(r["registry"], registry, "{r}");
+        assert_eq!(r["loom"]["complete"], true, "{r}");
+        if registry == "optimal" {
+            assert_eq!(r["optimal"]["complete"], true, "{r}");
+        }
+    }
+}
+
+/// The cap reaches the optimal engine: a search cut short is reported as
+/// not proved, so it can never make a row look cheaper than it is.
+#[test]
+fn bench_judge_reports_a_capped_optimal_search_as_not_proved() {
+    let o = vfsmc(&["bench", "primitives", "--judge", "--judge-cap", "5"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rcu = stdout(&o)
+        .lines()
+        .find(|l| l.starts_with("primitives [rcu] "))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("an rcu row: {}", stdout(&o)));
+    assert!(rcu.contains("optimal 5 executions"), "{rcu}");
+    assert!(rcu.contains("(not proved)"), "{rcu}");
+    assert!(rcu.contains("measured loom"), "{rcu}");
+    assert_bad_input(&["bench", "--judge", "--scaling"], "--scaling");
+    assert_bad_input(&["bench", "--judge-cap", "5"], "--judge");
+}
