@@ -332,7 +332,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         about: "2 CPUs: obj1 on cpu0's c->freelist, cpu1's c->freelist empty and obj2 on its slab; task on cpu0: alloc, free; IRQ on cpu1: alloc; migration to cpu1",
         goals: &["remote-free"],
         loom_bound: Some(4),
-        judge: Judge::Loom,
+        judge: Judge::Optimal,
         generated: false,
         tier: Tier::Pr,
         plan: |_| Plan::named("migrate"),
