@@ -1,6 +1,6 @@
 //! The files that run vfsmc elsewhere cannot drift from its command line:
 //! the Kubernetes indexed Job of the deep tier (deploy/k8s/) and the CI
-//! workflow's deep job run commands vfsmc accepts, and divide the work the
+//! workflow's jobs run commands vfsmc accepts, and divide the work the
 //! way they claim (as many parts as pods or matrix entries).
 
 use std::path::Path;
@@ -111,4 +111,30 @@ fn the_workflows_deep_job_splits_each_search_over_its_matrix() {
         .position(|w| w == "--shard")
         .map(|i| words[i + 1].clone());
     assert_eq!(shard, Some(format!("1/{shards}")), "{run}");
+}
+
+/// Every step of the workflow that runs the built vfsmc runs a command line
+/// vfsmc accepts (matrix values filled in), so no job rots when a flag is
+/// renamed.
+#[test]
+fn every_vfsmc_command_of_the_workflow_is_one_vfsmc_accepts() {
+    let docs = read(".github/workflows/vfsmc.yml");
+    let jobs = docs[0]["jobs"].as_mapping().expect("jobs");
+    let mut seen = 0;
+    for (name, job) in jobs {
+        let steps = job["steps"].as_sequence().expect("steps");
+        for run in steps.iter().filter_map(|s| s["run"].as_str()) {
+            if !run.trim_start().starts_with("target/release/vfsmc") {
+                continue;
+            }
+            let words = vfsmc_words(&run.replace("${{ matrix.shard }}", "1"));
+            let job = name.as_str().unwrap_or("?");
+            accepted(&words, &format!(".github/workflows/vfsmc.yml job {job}"));
+            seen += 1;
+        }
+    }
+    assert!(
+        seen >= 6,
+        "only {seen} vfsmc commands found in the workflow"
+    );
 }
