@@ -596,11 +596,15 @@ fn print_tiers(m: &'static dyn Model) {
             println!("  {when}: no scenario");
             continue;
         }
-        println!(
-            "  {when}: a holds covers every schedule of these scenarios within the loom \
-             preemption bound named (every schedule, where optimal judges), and PCT's \
-             stated depth:"
+        let claim = format!(
+            "{when}: a holds covers loom's search of these scenarios at the preemption \
+             bound named (not every schedule with that many preemptions: docs/engines.md, \
+             'What loom's preemption bound covers'), every schedule where optimal judges \
+             or loom is unbounded, and PCT's stated depth:"
         );
+        for l in render::wrap(&claim, render::WIDTH - 2) {
+            println!("  {l}");
+        }
         for l in render::wrap(&rows.join(", "), render::WIDTH - 6) {
             println!("      {l}");
         }
