@@ -1401,9 +1401,9 @@ fn bench_budget(a: &BenchArgs) -> Out<Budget> {
 }
 
 fn bench(a: BenchArgs) -> Out<i32> {
-    if a.seeds == 0 || a.throughput_iterations == 0 {
+    if a.seeds == 0 || a.throughput_iterations == 0 || a.judge_cap == 0 {
         return Err(BadInput(
-            "--seeds and --throughput-iterations must be at least 1".into(),
+            "--seeds, --throughput-iterations and --judge-cap must be at least 1".into(),
         ));
     }
     let budget = bench_budget(&a)?;
@@ -1518,6 +1518,11 @@ fn bench_scaling(
 /// choice and the one this measurement makes ([`crate::judge`]). Exit 0;
 /// a stale row is news for the registry, not a failure of the run.
 fn bench_judge(models: &[&'static dyn Model], a: &BenchArgs, jobs: usize) -> Out<i32> {
+    if let Some(v) = &a.variant {
+        for &m in models {
+            find_variant(m, v)?;
+        }
+    }
     let rows: Vec<_> = models
         .iter()
         .flat_map(|&m| {

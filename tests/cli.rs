@@ -656,4 +656,9 @@ fn bench_judge_reports_a_capped_optimal_search_as_not_proved() {
     assert!(rcu.contains("measured loom"), "{rcu}");
     assert_bad_input(&["bench", "--judge", "--scaling"], "--scaling");
     assert_bad_input(&["bench", "--judge-cap", "5"], "--judge");
+    assert_bad_input(&["bench", "--judge", "--judge-cap", "0"], "--judge-cap");
+    assert_bad_input(
+        &["bench", "primitives", "--judge", "--variant", "nope"],
+        "no variant 'nope'",
+    );
 }
