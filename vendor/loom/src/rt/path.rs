@@ -687,10 +687,12 @@ impl Schedule {
     }
 
     /// Whether the path reaching this branch has used up a non-zero
-    /// preemption bound. A bound of 0 is spent from the start; its search is
-    /// divided by loads alone, so it does not close a split's prefix.
+    /// preemption bound: `may_preempt` refuses here, and at every schedule
+    /// below, since preemptions only add up along a path. A bound of 0 is
+    /// spent from the start; its search is divided by loads alone, so it
+    /// does not close a split's prefix.
     fn spends_bound(&self, preemption_bound: Option<u8>) -> bool {
-        preemption_bound.is_some_and(|bound| bound > 0 && self.preemptions >= bound)
+        preemption_bound.is_some_and(|bound| bound > 0) && !self.may_preempt(preemption_bound)
     }
 
     /// Whether the preemption bound lets DPOR schedule another thread here.
