@@ -576,3 +576,21 @@ fn a_spent_bound_ends_the_prefix() {
         .collect();
     assert_eq!(measured, SPENT_BOUND_SPLITS);
 }
+
+/// A bound of 0 is spent from the first schedule, yet its search still
+/// divides by the values its loads may read: the spent-bound rule, which
+/// ends a prefix once the bound is used up, exempts it (a search that
+/// cannot be divided would leave every part but one with nothing to do).
+#[test]
+fn a_zero_bound_divides_by_its_loads() {
+    for program in ALL {
+        assert_split_covers(program, Some(0));
+    }
+    let split = parts(8, 1).next().unwrap();
+    let stats = explore(&STORE_BUFFERING, Some(0), Some(split)).stats;
+    assert!(
+        stats.subtrees > 1,
+        "store_buffering at bound 0: {} subtree(s)",
+        stats.subtrees
+    );
+}
