@@ -125,6 +125,7 @@ fn builder(budget: &Budget, bound: Option<usize>) -> ::loom::model::Builder {
         depth: split_depth(budget, bound),
         index: p.index,
         count: p.count,
+        skip_equivalent: true,
     });
     builder
 }

@@ -95,9 +95,11 @@ pub struct Builder {
 /// reach the next prefixes; [`is_probe`] tells the model which executions
 /// are probes. Between them the `count` parts explore exactly the
 /// executions one part (`count` 1) explores, and those include every
-/// execution of the unsplit search.
+/// execution of the unsplit search; with `skip_equivalent`, one execution
+/// of every behaviour (execution up to reordering independent operations)
+/// of the unsplit search.
 ///
-/// See `VFSMC-PATCHES.md`, section 2.
+/// See `VFSMC-PATCHES.md`, sections 2 and 5.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Split {
     /// Number of choice points in the prefix.
@@ -108,6 +110,15 @@ pub struct Split {
 
     /// Number of parts.
     pub count: usize,
+
+    /// Whether to skip every subtree whose prefix is equivalent to an
+    /// earlier subtree's: the same operations, reordered where they are
+    /// independent, ending in the same state. Such a subtree explores the
+    /// same behaviours again. The subtrees explored are then numbered as
+    /// they are found, and each one's first execution runs in every part
+    /// as a probe before the owner runs it again as its own. See
+    /// `VFSMC-PATCHES.md`, section 5.
+    pub skip_equivalent: bool,
 }
 
 impl Split {
@@ -129,15 +140,21 @@ pub struct SplitStats {
     /// Executions of the subtrees this part explored fully.
     pub executions: usize,
 
-    /// Executions of the other parts' subtrees: one per subtree.
+    /// Executions that explore nothing for this part: one per subtree of the
+    /// other parts, or, skipping equivalent prefixes, one per subtree and
+    /// duplicate (the scouts).
     pub probes: usize,
+
+    /// Subtrees skipped because their prefix is equivalent to an earlier
+    /// subtree's (`Split::skip_equivalent`); the same in every part.
+    pub duplicates: usize,
 }
 
 impl SplitStats {
     /// Counts one execution of the subtree numbered `subtree`. Subtree
     /// numbers follow the search, so the first execution with a number is
     /// the first of its subtree.
-    fn count(&mut self, subtree: usize, owned: bool) {
+    pub(crate) fn count(&mut self, subtree: usize, owned: bool) {
         if subtree == self.subtrees {
             self.subtrees += 1;
             self.owned += usize::from(owned);
@@ -323,7 +340,7 @@ impl Builder {
 
             execution.check_for_leaks();
 
-            stats.count(execution.path.subtree(), !execution.path.is_probe());
+            execution.path.count(&mut stats);
 
             i += 1;
 

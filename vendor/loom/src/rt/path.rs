@@ -1,5 +1,8 @@
-use crate::model::Split;
+use crate::model::{Split, SplitStats};
+use crate::rt::class::{Event, Key, Target, Trace};
 use crate::rt::{execution, object, thread, MAX_ATOMIC_HISTORY, MAX_THREADS};
+
+use std::collections::HashSet;
 
 #[cfg(feature = "checkpoint")]
 use serde::{Deserialize, Serialize};
@@ -65,6 +68,46 @@ struct Prefix {
     /// schedule after that has an alternative, so the prefix ends at its
     /// last choice point (see `Prefix::is_open`).
     spent: bool,
+
+    /// With `Split::skip_equivalent`, what finds the subtrees whose prefixes
+    /// are equivalent to an earlier one's.
+    equivalent: Option<Equivalent>,
+}
+
+/// Skipping subtrees whose prefixes are equivalent (vfsmc patch,
+/// `Split::skip_equivalent`, `rt::class`).
+///
+/// Whether a subtree is new is known only once its first execution has run
+/// its prefix, so that execution is a *scout*, a probe in every part. When
+/// its prefix is new, the subtree gets the next number; the part that owns
+/// the number runs the scout's execution again as its own and then searches
+/// the rest of the subtree. When the prefix is equivalent to one seen before,
+/// every part skips the subtree.
+#[derive(Debug, Default)]
+struct Equivalent {
+    /// Keys of the prefixes of the subtrees numbered so far.
+    seen: HashSet<Key>,
+
+    /// The current execution's prefix, while it is recorded.
+    trace: Trace,
+
+    /// Whether the current execution records its prefix: a scout whose
+    /// prefix has not ended yet.
+    recording: bool,
+
+    /// The key of the current execution's prefix, once it has ended.
+    key: Option<Key>,
+
+    /// Whether the current execution is its subtree's scout.
+    scout: bool,
+
+    /// Whether the next execution runs the scout's again, as an owner.
+    rerun: bool,
+
+    /// Objects and threads of the current execution already recorded as
+    /// created.
+    objects: usize,
+    threads: usize,
 }
 
 #[derive(Debug)]
@@ -211,12 +254,6 @@ impl Path {
         self.pos
     }
 
-    /// Number of the subtree of a split search the current execution belongs
-    /// to; 0 when the search is not split.
-    pub(crate) fn subtree(&self) -> usize {
-        self.prefix.as_ref().map_or(0, |prefix| prefix.subtree)
-    }
-
     /// Whether the current execution belongs to another part's subtree of a
     /// split search. Known from the start of the execution: `step` picks the
     /// subtree.
@@ -228,6 +265,81 @@ impl Path {
     /// split search.
     fn in_prefix(&self) -> bool {
         self.prefix.as_ref().is_some_and(Prefix::is_open)
+    }
+
+    /// Whether the current execution records its prefix's events (a scout of
+    /// a search that skips equivalent prefixes).
+    pub(crate) fn is_recording(&self) -> bool {
+        self.equivalent().is_some_and(|eq| eq.recording)
+    }
+
+    /// Records an event of the current execution's prefix, if it records it.
+    pub(crate) fn record(&mut self, thread: usize, target: Target, event: Event) {
+        if let Some(eq) = self.equivalent_mut().filter(|eq| eq.recording) {
+            eq.trace.push(thread, target, event);
+        }
+    }
+
+    /// Records that `thread`, the thread that ran since the last branch
+    /// point, created the objects and threads beyond those recorded.
+    pub(crate) fn record_creations(&mut self, thread: usize, objects: usize, threads: usize) {
+        if let Some(eq) = self.equivalent_mut().filter(|eq| eq.recording) {
+            if objects > eq.objects {
+                eq.objects = objects;
+                eq.trace.push(thread, Target::Local, Event::Created(objects));
+            }
+            if threads > eq.threads {
+                eq.threads = threads;
+                eq.trace.push(thread, Target::Spawn, Event::Spawned(threads));
+            }
+        }
+    }
+
+    /// Whether the current execution records its prefix and the prefix has
+    /// just ended: its last choice point is behind (or the bound is spent).
+    pub(crate) fn prefix_ended(&self) -> bool {
+        self.is_recording()
+            && self
+                .prefix
+                .as_ref()
+                .is_some_and(|prefix| !prefix.is_open() && self.pos >= prefix.end())
+    }
+
+    /// Names the ended prefix by its events and `state`, and stops recording.
+    pub(crate) fn end_prefix(&mut self, state: &[u64]) {
+        if let Some(eq) = self.equivalent_mut() {
+            eq.key = Some(eq.trace.key(state));
+            eq.recording = false;
+        }
+    }
+
+    /// Whether the search explores at the next branch point, and whether it
+    /// skips the rest of the execution, as one number.
+    pub(crate) fn is_exploring(&self) -> u8 {
+        u8::from(self.exploring) | u8::from(self.skipping) << 1
+    }
+
+    /// Preemptions spent by the current execution so far.
+    pub(crate) fn preemptions(&self) -> u8 {
+        self.last_schedule()
+            .map_or(0, |schedule| schedule.get(&self.branches).preemptions())
+    }
+
+    fn equivalent(&self) -> Option<&Equivalent> {
+        self.prefix.as_ref().and_then(|p| p.equivalent.as_ref())
+    }
+
+    fn equivalent_mut(&mut self) -> Option<&mut Equivalent> {
+        self.prefix.as_mut().and_then(|p| p.equivalent.as_mut())
+    }
+
+    /// Counts the execution that just ran into `stats`, and decides, after a
+    /// scout, whether its subtree is new and whose it is.
+    pub(crate) fn count(&mut self, stats: &mut SplitStats) {
+        match &mut self.prefix {
+            None => stats.count(0, true),
+            Some(prefix) => prefix.count(stats),
+        }
     }
 
     /// Records the branch point about to be created as a prefix choice point.
@@ -277,8 +389,9 @@ impl Path {
         }
     }
 
-    /// Returns the atomic write to read
-    pub(super) fn branch_load(&mut self) -> usize {
+    /// Returns the atomic write to read; `thread` reads it (recorded when
+    /// the prefix is, see `Equivalent`).
+    pub(super) fn branch_load(&mut self, thread: usize) -> usize {
         assert!(!self.is_traversed(), "[loom internal bug]");
 
         let load = object::Ref::from_usize(self.pos)
@@ -288,7 +401,9 @@ impl Path {
 
         self.pos += 1;
 
-        load.values[load.pos as usize] as usize
+        let slot = load.values[load.pos as usize];
+        self.record(thread, Target::Local, Event::Read(slot));
+        slot as usize
     }
 
     /// Branch on spurious notifications
@@ -314,6 +429,11 @@ impl Path {
 
         self.pos += 1;
         spurious
+    }
+
+    /// Records the outcome of the spurious wake-up branch `thread` just took.
+    pub(super) fn record_spurious(&mut self, thread: usize, spurious: bool) {
+        self.record(thread, Target::Local, Event::Spurious(spurious));
     }
 
     /// Returns the thread identifier to schedule
@@ -517,6 +637,13 @@ impl Path {
         self.exploring = self.exploring_on_start;
         self.skipping = false;
 
+        // A scout whose subtree is new and this part's runs again as owned.
+        if let Some(prefix) = &mut self.prefix {
+            if prefix.take_rerun() {
+                return true;
+            }
+        }
+
         // A probe explores nothing of its subtree below the prefix.
         let unexplored = self
             .prefix
@@ -617,7 +744,53 @@ impl Prefix {
             choices: Vec::with_capacity(split.depth),
             subtree: 0,
             spent: false,
+            equivalent: split.skip_equivalent.then(|| Equivalent {
+                scout: true,
+                recording: true,
+                ..Equivalent::default()
+            }),
         }
+    }
+
+    /// Counts the execution that just ran. Without `skip_equivalent`, the
+    /// subtree numbers follow the search, and the first execution with a
+    /// number is its subtree's first. With it, a scout numbers its subtree
+    /// if its prefix is new (a prefix that never ended, in an execution with
+    /// fewer choice points than the depth, is new).
+    fn count(&mut self, stats: &mut SplitStats) {
+        let Some(eq) = &mut self.equivalent else {
+            let owned = !self.is_probe();
+            return stats.count(self.subtree, owned);
+        };
+        if !eq.scout {
+            stats.executions += 1;
+            return;
+        }
+        stats.probes += 1;
+        if eq.key.is_some_and(|key| !eq.seen.insert(key)) {
+            stats.duplicates += 1;
+            return;
+        }
+        self.subtree = stats.subtrees;
+        stats.subtrees += 1;
+        if self.split.owns(self.subtree) {
+            stats.owned += 1;
+            eq.rerun = true;
+        }
+    }
+
+    /// Whether the next execution is the last one's again (a scout's, now
+    /// owned); readies it if so.
+    fn take_rerun(&mut self) -> bool {
+        let Some(eq) = &mut self.equivalent else {
+            return false;
+        };
+        if !std::mem::take(&mut eq.rerun) {
+            return false;
+        }
+        eq.scout = false;
+        self.spent = false;
+        true
     }
 
     /// Whether the execution has not passed `depth` choice points yet, nor
@@ -643,7 +816,10 @@ impl Prefix {
     }
 
     fn is_probe(&self) -> bool {
-        !self.split.owns(self.subtree)
+        match &self.equivalent {
+            Some(eq) => eq.scout,
+            None => !self.split.owns(self.subtree),
+        }
     }
 
     /// Whether the branch at `pos` is in the prefix.
@@ -655,15 +831,28 @@ impl Prefix {
     /// prefix only have options left when they are choice points, and moving
     /// one starts the next subtree.
     fn stepped(&mut self, pos: usize) {
-        if self.contains(pos) {
+        let new_subtree = self.contains(pos);
+        if new_subtree {
             let kept = self.choices.partition_point(|&choice| choice <= pos);
             self.choices.truncate(kept);
-            self.subtree += 1;
+            // Skipping equivalent prefixes, a scout numbers its subtree.
+            if self.equivalent.is_none() {
+                self.subtree += 1;
+            }
         }
 
         // The next execution replays the path from the start and finds out
         // again whether, and where, it spends the bound.
         self.spent = false;
+
+        if let Some(eq) = &mut self.equivalent {
+            eq.scout = new_subtree;
+            eq.recording = new_subtree;
+            eq.key = None;
+            eq.trace.clear();
+            eq.objects = 0;
+            eq.threads = 0;
+        }
     }
 }
 
