@@ -191,6 +191,11 @@ struct BudgetArgs {
     /// enumerates (default 3) [env: VFSMC_SPLIT_DEPTH].
     #[arg(long, value_name = "D")]
     split_depth: Option<u64>,
+    /// loom --split with a preemption bound: choice points a prefix goes
+    /// deeper for each preemption it has left beyond one (default 0) [env:
+    /// VFSMC_SPLIT_EXTEND].
+    #[arg(long, value_name = "E")]
+    split_extend: Option<u64>,
     /// PCT: run until a bug of depth --pct-depth would be missed with
     /// probability at most 1 - C (0 < C < 1); --iterations caps the runs
     /// (default 1000000).
@@ -811,6 +816,7 @@ fn budget_of(a: &BudgetArgs, base: &Budget) -> Out<Budget> {
         (Knob::MaxPreemptions, a.max_preemptions),
         (Knob::PctDepth, a.pct_depth),
         (Knob::SplitDepth, a.split_depth),
+        (Knob::SplitExtend, a.split_extend),
     ] {
         if let Some(v) = flag(knob, value)? {
             knob.set(&mut b, v);

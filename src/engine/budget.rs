@@ -37,6 +37,9 @@ pub struct Budget {
     /// loom: the choice points whose every alternative a split search
     /// enumerates; its subtrees are the units of `part`.
     pub split_depth: usize,
+    /// loom: with a preemption bound, the choice points a split's prefix
+    /// goes deeper for each preemption it has left beyond one.
+    pub split_extend: usize,
     /// loom: search only this part of the subtrees (`vfsmc check --split`).
     pub part: Option<super::Part>,
     /// optimal: stop after this many executions (then not exhaustive).
@@ -72,6 +75,7 @@ impl Default for Budget {
             shrink_iterations: 2_000,
             shrink_max_depth: 3,
             split_depth: 3,
+            split_extend: 0,
             part: None,
             optimal_cap: None,
             optimal_max_events: 100_000,
@@ -145,13 +149,14 @@ pub enum Knob {
     ShrinkIterations,
     ShrinkMaxDepth,
     SplitDepth,
+    SplitExtend,
     OptimalCap,
     OptimalMaxEvents,
     OptimalSplitDepth,
 }
 
 impl Knob {
-    pub const ALL: [Knob; 14] = [
+    pub const ALL: [Knob; 15] = [
         Knob::Iterations,
         Knob::Seed,
         Knob::MaxPreemptions,
@@ -163,6 +168,7 @@ impl Knob {
         Knob::ShrinkIterations,
         Knob::ShrinkMaxDepth,
         Knob::SplitDepth,
+        Knob::SplitExtend,
         Knob::OptimalCap,
         Knob::OptimalMaxEvents,
         Knob::OptimalSplitDepth,
@@ -182,6 +188,7 @@ impl Knob {
             Knob::ShrinkIterations => "VFSMC_SHRINK_ITERATIONS",
             Knob::ShrinkMaxDepth => "VFSMC_SHRINK_MAX_DEPTH",
             Knob::SplitDepth => "VFSMC_SPLIT_DEPTH",
+            Knob::SplitExtend => "VFSMC_SPLIT_EXTEND",
             Knob::OptimalCap => "VFSMC_OPTIMAL_CAP",
             Knob::OptimalMaxEvents => "VFSMC_OPTIMAL_MAX_EVENTS",
             Knob::OptimalSplitDepth => "VFSMC_OPTIMAL_SPLIT_DEPTH",
@@ -196,6 +203,7 @@ impl Knob {
             Knob::MaxPreemptions => Some("--max-preemptions"),
             Knob::PctDepth => Some("--pct-depth"),
             Knob::SplitDepth => Some("--split-depth"),
+            Knob::SplitExtend => Some("--split-extend"),
             _ => None,
         }
     }
@@ -233,6 +241,12 @@ impl Knob {
                 "choice points of a --split loom search whose every alternative it enumerates: \
                  its subtrees are dealt to the parts"
             }
+            Knob::SplitExtend => {
+                "choice points a --split loom search with a preemption bound adds to a prefix \
+                 for each preemption it has left beyond one: the subtrees with more preemptions \
+                 left are larger, so they are divided further (0: every prefix has \
+                 --split-depth)"
+            }
             Knob::OptimalCap => {
                 "executions of an optimal search before it stops, no longer exhaustive; unset: \
                  no cap"
@@ -255,6 +269,7 @@ impl Knob {
             // Beyond 16 preemptions no loom search of a scenario ends.
             Knob::MaxPreemptions => (0, 16),
             Knob::SplitDepth | Knob::OptimalSplitDepth => (1, 64),
+            Knob::SplitExtend => (0, 64),
             _ => (1, u64::MAX),
         }
     }
@@ -306,6 +321,7 @@ impl Knob {
             Knob::ShrinkIterations => budget.shrink_iterations = n,
             Knob::ShrinkMaxDepth => budget.shrink_max_depth = n,
             Knob::SplitDepth => budget.split_depth = n,
+            Knob::SplitExtend => budget.split_extend = n,
             Knob::OptimalCap => budget.optimal_cap = Some(n),
             Knob::OptimalMaxEvents => budget.optimal_max_events = n,
             Knob::OptimalSplitDepth => budget.optimal_split_depth = n,
@@ -327,6 +343,7 @@ impl Knob {
             Knob::ShrinkIterations => budget.shrink_iterations.to_string(),
             Knob::ShrinkMaxDepth => budget.shrink_max_depth.to_string(),
             Knob::SplitDepth => budget.split_depth.to_string(),
+            Knob::SplitExtend => budget.split_extend.to_string(),
             Knob::OptimalCap => opt(budget.optimal_cap),
             Knob::OptimalMaxEvents => budget.optimal_max_events.to_string(),
             Knob::OptimalSplitDepth => budget.optimal_split_depth.to_string(),

@@ -54,6 +54,7 @@ impl Engine for Loom {
             Knob::LoomMaxBranches,
             Knob::LoomCheckpointInterval,
             Knob::SplitDepth,
+            Knob::SplitExtend,
         ]
     }
 
@@ -123,6 +124,7 @@ fn builder(budget: &Budget, bound: Option<usize>) -> ::loom::model::Builder {
     builder.max_duration = None;
     builder.split = budget.part.map(|p| ::loom::model::Split {
         depth: split_depth(budget, bound),
+        extend: budget.split_extend,
         index: p.index,
         count: p.count,
         skip_equivalent: true,

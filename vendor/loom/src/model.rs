@@ -102,8 +102,17 @@ pub struct Builder {
 /// See `VFSMC-PATCHES.md`, sections 2 and 5.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Split {
-    /// Number of choice points in the prefix.
+    /// Number of choice points in the prefix (of one whose execution has at
+    /// most one preemption left, with a preemption bound; see `extend`).
     pub depth: usize,
+
+    /// With a preemption bound, the choice points a prefix goes deeper for
+    /// each preemption its execution has left beyond one: the subtree below
+    /// a prefix is a search with the preemptions left, and its size grows
+    /// steeply with them, so the prefixes with more left are divided
+    /// further. 0 ends every prefix at `depth`. See `VFSMC-PATCHES.md`,
+    /// section 2.
+    pub extend: usize,
 
     /// This part, less than `count`.
     pub index: usize,

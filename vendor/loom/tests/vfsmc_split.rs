@@ -233,7 +233,43 @@ pub(crate) const ALL: [&Program; 6] = [
 ];
 
 const BOUNDS: [Option<usize>; 3] = [None, Some(1), Some(2)];
-const DEPTHS: [usize; 5] = [1, 2, 3, 4, 8];
+const DEPTHS: [Depth; 7] = [
+    Depth::fixed(1),
+    Depth::fixed(2),
+    Depth::fixed(3),
+    Depth::fixed(4),
+    Depth::fixed(8),
+    Depth::extended(1, 2),
+    Depth::extended(2, 4),
+];
+
+/// How deep a split's prefixes go: `choices` choice points, and `extend`
+/// more for each preemption left beyond one (`Split::extend`).
+#[derive(Clone, Copy, Debug)]
+struct Depth {
+    choices: usize,
+    extend: usize,
+}
+
+impl Depth {
+    const fn fixed(choices: usize) -> Depth {
+        Depth::extended(choices, 0)
+    }
+
+    const fn extended(choices: usize, extend: usize) -> Depth {
+        Depth { choices, extend }
+    }
+}
+
+impl std::fmt::Display for Depth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.choices)?;
+        if self.extend > 0 {
+            write!(f, " + {} per preemption left", self.extend)?;
+        }
+        Ok(())
+    }
+}
 const MAX_PARTS: usize = 4;
 
 /// What a search (or one part of it) explored.
@@ -316,14 +352,15 @@ fn quiet_expected_panics() {
 
 /// The parts of a split at `depth` into `count`, exploring every subtree.
 pub(crate) fn parts(depth: usize, count: usize) -> impl Iterator<Item = Split> {
-    split_parts(depth, count, false)
+    split_parts(Depth::fixed(depth), count, false)
 }
 
 /// The parts of a split at `depth` into `count`, skipping subtrees whose
 /// prefixes are equivalent to an earlier one's if `skip_equivalent`.
-fn split_parts(depth: usize, count: usize, skip_equivalent: bool) -> impl Iterator<Item = Split> {
+fn split_parts(depth: Depth, count: usize, skip_equivalent: bool) -> impl Iterator<Item = Split> {
     (0..count).map(move |index| Split {
-        depth,
+        depth: depth.choices,
+        extend: depth.extend,
         index,
         count,
         skip_equivalent,
@@ -417,7 +454,7 @@ fn assert_skipping_covers(program: &Program, bound: Option<usize>) -> Vec<(usize
 fn assert_parts_agree(
     program: &Program,
     bound: Option<usize>,
-    depth: usize,
+    depth: Depth,
     skip_equivalent: bool,
 ) -> (usize, Vec<Fingerprint>) {
     let name = format!(
@@ -568,12 +605,14 @@ fn max_permutations_bounds_a_part() {
         None,
         Some(Split {
             depth: 2,
+            extend: 0,
             index: 1,
             count: 3,
             skip_equivalent: false,
         }),
         Some(Split {
             depth: 2,
+            extend: 0,
             index: 1,
             count: 3,
             skip_equivalent: true,
@@ -661,4 +700,22 @@ fn skipping_equivalent_prefixes_keeps_every_behaviour() {
         }
     }
     assert!(saved > 0, "no split skipped an execution");
+}
+
+/// With preemptions left, an extended prefix goes deeper, so it divides a
+/// bounded search into more subtrees than the prefix of the same depth
+/// without extension (and the tests above check that its parts still cover
+/// the unsplit search).
+#[test]
+fn an_extended_prefix_divides_a_bounded_search_further() {
+    let subtrees = |depth| {
+        let split = split_parts(depth, 1, true).next().unwrap();
+        explore(&COUNTER, Some(2), Some(split)).stats.subtrees
+    };
+    let fixed = subtrees(Depth::fixed(1));
+    let extended = subtrees(Depth::extended(1, 2));
+    assert!(
+        extended > fixed,
+        "{extended} subtrees extended, {fixed} not"
+    );
 }

@@ -69,6 +69,12 @@ struct Prefix {
     /// last choice point (see `Prefix::is_open`).
     spent: bool,
 
+    /// The search's preemption bound, and the preemptions the current
+    /// execution has spent so far: how deep its prefix goes
+    /// (`Split::extend`).
+    bound: Option<u8>,
+    preempted: u8,
+
     /// With `Split::skip_equivalent`, what finds the subtrees whose prefixes
     /// are equivalent to an earlier one's.
     equivalent: Option<Equivalent>,
@@ -216,7 +222,7 @@ impl Path {
             exploring,
             skipping: false,
             exploring_on_start: exploring,
-            prefix: split.map(Prefix::new),
+            prefix: split.map(|split| Prefix::new(split, preemption_bound)),
         }
     }
 
@@ -552,10 +558,9 @@ impl Path {
             .find(|&(_, th)| th.is_active())
             .map(|(i, _)| thread::Id::new(execution_id, i));
 
-        if spent {
-            if let Some(prefix) = &mut self.prefix {
-                prefix.spent = true;
-            }
+        if let Some(prefix) = &mut self.prefix {
+            prefix.preempted = schedule.preemptions();
+            prefix.spent |= spent;
         }
 
         active
@@ -738,12 +743,14 @@ impl Path {
 }
 
 impl Prefix {
-    fn new(split: Split) -> Prefix {
+    fn new(split: Split, bound: Option<u8>) -> Prefix {
         Prefix {
             split,
             choices: Vec::with_capacity(split.depth),
             subtree: 0,
             spent: false,
+            bound,
+            preempted: 0,
             equivalent: split.skip_equivalent.then(|| Equivalent {
                 scout: true,
                 recording: true,
@@ -790,10 +797,11 @@ impl Prefix {
         }
         eq.scout = false;
         self.spent = false;
+        self.preempted = 0;
         true
     }
 
-    /// Whether the execution has not passed `depth` choice points yet, nor
+    /// Whether the execution has not passed its prefix's `depth()` choice points yet, nor
     /// used up a (non-zero) preemption bound, so the next branch point
     /// created is in its prefix. Once the bound is spent no schedule below
     /// has an alternative, and only loads would divide the search further:
@@ -802,7 +810,16 @@ impl Prefix {
     /// and depth 40, 176,760 of 184,803 subtrees, holding 2 % of the
     /// executions).
     fn is_open(&self) -> bool {
-        self.choices.len() < self.split.depth && !self.spent
+        self.choices.len() < self.depth() && !self.spent
+    }
+
+    /// Choice points of the current execution's prefix, given the
+    /// preemptions it has left (`Split::extend`). Preemptions only add up
+    /// along a path, so a prefix that has ended stays ended.
+    fn depth(&self) -> usize {
+        let left = self.bound.map_or(0, |bound| bound.saturating_sub(self.preempted));
+        let beyond_one = usize::from(left.saturating_sub(1));
+        self.split.depth + self.split.extend * beyond_one
     }
 
     /// Position of the first branch below the prefix; an execution that ends
@@ -844,6 +861,7 @@ impl Prefix {
         // The next execution replays the path from the start and finds out
         // again whether, and where, it spends the bound.
         self.spent = false;
+        self.preempted = 0;
 
         if let Some(eq) = &mut self.equivalent {
             eq.scout = new_subtree;
