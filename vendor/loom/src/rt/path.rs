@@ -801,9 +801,9 @@ impl Prefix {
         true
     }
 
-    /// Whether the execution has not passed its prefix's `depth()` choice points yet, nor
-    /// used up a (non-zero) preemption bound, so the next branch point
-    /// created is in its prefix. Once the bound is spent no schedule below
+    /// Whether the execution has not passed its prefix's `depth()` choice
+    /// points yet, nor used up a (non-zero) preemption bound, so the next
+    /// branch point created is in its prefix. Once the bound is spent no schedule below
     /// has an alternative, and only loads would divide the search further:
     /// into subtrees of a few executions each, which cost every other part
     /// a probe apiece (on `fdtable/current [expand-vs-fget-deep]` at bound 3
