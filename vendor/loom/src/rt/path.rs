@@ -292,11 +292,13 @@ impl Path {
         if let Some(eq) = self.equivalent_mut().filter(|eq| eq.recording) {
             if objects > eq.objects {
                 eq.objects = objects;
-                eq.trace.push(thread, Target::Local, Event::Created(objects));
+                eq.trace
+                    .push(thread, Target::Local, Event::Created(objects));
             }
             if threads > eq.threads {
                 eq.threads = threads;
-                eq.trace.push(thread, Target::Spawn, Event::Spawned(threads));
+                eq.trace
+                    .push(thread, Target::Spawn, Event::Spawned(threads));
             }
         }
     }
@@ -817,7 +819,9 @@ impl Prefix {
     /// preemptions it has left (`Split::extend`). Preemptions only add up
     /// along a path, so a prefix that has ended stays ended.
     fn depth(&self) -> usize {
-        let left = self.bound.map_or(0, |bound| bound.saturating_sub(self.preempted));
+        let left = self
+            .bound
+            .map_or(0, |bound| bound.saturating_sub(self.preempted));
         let beyond_one = usize::from(left.saturating_sub(1));
         self.split.depth + self.split.extend * beyond_one
     }
