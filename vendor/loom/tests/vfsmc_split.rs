@@ -270,6 +270,7 @@ impl std::fmt::Display for Depth {
         Ok(())
     }
 }
+
 const MAX_PARTS: usize = 4;
 
 /// What a search (or one part of it) explored.

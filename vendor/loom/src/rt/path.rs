@@ -805,12 +805,12 @@ impl Prefix {
 
     /// Whether the execution has not passed its prefix's `depth()` choice
     /// points yet, nor used up a (non-zero) preemption bound, so the next
-    /// branch point created is in its prefix. Once the bound is spent no schedule below
-    /// has an alternative, and only loads would divide the search further:
-    /// into subtrees of a few executions each, which cost every other part
-    /// a probe apiece (on `fdtable/current [expand-vs-fget-deep]` at bound 3
-    /// and depth 40, 176,760 of 184,803 subtrees, holding 2 % of the
-    /// executions).
+    /// branch point created is in its prefix. Once the bound is spent no
+    /// schedule below has an alternative, and only loads would divide the
+    /// search further: into subtrees of a few executions each, which cost
+    /// every other part a probe apiece (on `fdtable/current
+    /// [expand-vs-fget-deep]` at bound 3 and depth 40, 176,760 of 184,803
+    /// subtrees, holding 2 % of the executions).
     fn is_open(&self) -> bool {
         self.choices.len() < self.depth() && !self.spent
     }
