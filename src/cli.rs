@@ -242,7 +242,9 @@ struct CheckArgs {
     /// the execution graphs at choice depth VFSMC_OPTIMAL_SPLIT_DEPTH; dealt
     /// out k mod N), run on N workers unless --jobs says otherwise; with
     /// --shard, the parts are items like any other, so N machines divide one
-    /// search.
+    /// search. Without --scenario, only the searches of rows marked for it
+    /// (millions of executions; `vfsmc show` says which) are split, the
+    /// others run whole: a part of a smaller search costs more than all of it.
     #[arg(long, value_name = "N", default_value_t = 1)]
     split: usize,
     /// Replay this shuttle schedule (as printed by a failing check).
@@ -528,7 +530,12 @@ fn show(name: &str) -> Out<i32> {
         } else {
             ""
         };
-        println!("  {} ({bound}{kind})\n      {}", s.name, s.about);
+        let split = if s.split {
+            ", divided by --split in runs over the registry or a tier"
+        } else {
+            ""
+        };
+        println!("  {} ({bound}{kind}{split})\n      {}", s.name, s.about);
         if !s.goals.is_empty() {
             println!("      goals: {}", s.goals.join(", "));
         }
@@ -983,7 +990,7 @@ fn run_check(a: CheckArgs) -> Out<i32> {
                 .into(),
         ));
     }
-    let items = shard::items(&checks, a.seeds, a.split);
+    let items = shard::items(&checks, a.seeds, a.split, a.scenario.is_some());
     run.total = items.len();
     let mine: Vec<Item> = items
         .into_iter()

@@ -114,13 +114,17 @@ pub fn splits(engine: EngineKind) -> bool {
 }
 
 /// Every item of `checks`, numbered: each sampling check once per seed of
-/// its range of `seeds`, each check of an engine that splits once per part
-/// of `split` (when more than 1), any other check once.
-pub fn items(checks: &[Check], seeds: u64, split: usize) -> Vec<Item> {
+/// its range of `seeds`, each divided check once per part of `split` (when
+/// more than 1), any other check once. A check is divided when its engine
+/// splits and the run `named` its scenario or the scenario's row asks for it
+/// (`Scenario::split`: a search of millions of executions; a part of a
+/// smaller one costs more than the whole).
+pub fn items(checks: &[Check], seeds: u64, split: usize, named: bool) -> Vec<Item> {
     let mut out = Vec::new();
     for (i, c) in checks.iter().enumerate() {
         let n = if samples(c.engine) { seeds.max(1) } else { 1 };
-        let parts: Vec<Option<Part>> = if split > 1 && splits(c.engine) {
+        let divided = split > 1 && splits(c.engine) && (named || c.scenario.split);
+        let parts: Vec<Option<Part>> = if divided {
             (0..split)
                 .map(|index| {
                     Some(Part {

@@ -206,6 +206,7 @@ const SCENARIOS: &[ScenarioRow<()>] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: |_| (),
     },
     Scenario {
@@ -216,6 +217,7 @@ const SCENARIOS: &[ScenarioRow<()>] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: |_| (),
     },
 ];

@@ -5,7 +5,7 @@
 //! keeps it cheap, and misses bugs, so both matching and differing
 //! verdicts are merged.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -247,4 +247,65 @@ fn the_parts_of_one_split_search_are_shards_that_merge_into_it() {
         String::from_utf8_lossy(&bad.stderr)
     );
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The split parts of each scenario in `out` (JSON item lines): a part
+/// index per item, `None` for an item that runs its search whole.
+fn parts_by_scenario(out: &str) -> BTreeMap<String, Vec<Option<u64>>> {
+    let mut by = BTreeMap::<String, Vec<Option<u64>>>::new();
+    for line in out.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("an item line");
+        let scenario = v["scenario"].as_str().expect("a scenario").to_string();
+        by.entry(scenario)
+            .or_default()
+            .push(v["part"]["index"].as_u64());
+    }
+    by
+}
+
+/// Over a tier, `--split` divides the searches of the rows marked for it
+/// (`Scenario::split`: millions of executions) and runs every other search
+/// as one item; naming a scenario divides its searches whatever its mark.
+#[test]
+fn a_tier_run_splits_only_the_rows_marked_for_it() {
+    let run = [
+        "check",
+        "fdtable",
+        "--tier",
+        "deep",
+        "--engine",
+        "loom",
+        "--iterations",
+        "1",
+        "--split",
+        "3",
+        "--format",
+        "json",
+        "--quiet",
+    ];
+    let by = parts_by_scenario(&stdout(&vfsmc(&run, &[])));
+    let model = vfsmc_specs::model("fdtable").expect("the fdtable model");
+    let marked = |name: &str| model.scenarios().iter().any(|s| s.name == name && s.split);
+    let (divided, whole): (Vec<_>, Vec<_>) = by.iter().partition(|(name, _)| marked(name));
+    assert!(!divided.is_empty() && !whole.is_empty(), "{by:?}");
+    for (name, parts) in divided {
+        let mut indices: Vec<Option<u64>> = parts.clone();
+        indices.sort();
+        indices.dedup();
+        assert_eq!(
+            indices,
+            [Some(0), Some(1), Some(2)],
+            "{name} in 3 parts: {parts:?}"
+        );
+    }
+    for (name, parts) in &whole {
+        assert!(
+            parts.iter().all(Option::is_none),
+            "{name} runs whole: {parts:?}"
+        );
+    }
+    let (name, _) = whole[0];
+    let named = [&run[..], &["--scenario", name, "--variant", "current"]].concat();
+    let parts = &parts_by_scenario(&stdout(&vfsmc(&named, &[])))[name];
+    assert_eq!(parts.len(), 3, "--scenario {name} is divided: {parts:?}");
 }

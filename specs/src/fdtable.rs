@@ -628,6 +628,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: churn,
     },
     Scenario {
@@ -638,6 +639,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: rlimit_lowered,
     },
     Scenario {
@@ -649,6 +651,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: dupfd_above_hole,
     },
     Scenario {
@@ -660,6 +663,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: expand_vs_fget,
     },
     Scenario {
@@ -672,6 +676,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: expand_vs_fget_recycled,
     },
     Scenario {
@@ -684,6 +689,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: expand_vs_fget_open,
     },
     Scenario {
@@ -694,6 +700,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Loom,
         tier: Tier::Deep,
         generated: false,
+        split: false,
         plan: expand_vs_fget_open,
     },
     Scenario {
@@ -704,6 +711,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Loom,
         tier: Tier::Deep,
         generated: false,
+        split: true,
         plan: expand_vs_fget_recycled,
     },
     Scenario {
@@ -715,6 +723,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Loom,
         tier: Tier::Deep,
         generated: false,
+        split: true,
         plan: expand_vs_fget,
     },
     Scenario {
@@ -725,6 +734,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: dup2_vs_open,
     },
     Scenario {
@@ -735,6 +745,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: fork_vs_open,
     },
     Scenario {
@@ -747,6 +758,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: fork_vs_expand,
     },
     Scenario {
@@ -759,6 +771,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: close_range_vs_open,
     },
     Scenario {
@@ -769,6 +782,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Loom,
         tier: Tier::Deep,
         generated: false,
+        split: false,
         plan: close_range_vs_open,
     },
     Scenario {
@@ -781,6 +795,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: unshare_vs_expand,
     },
     Scenario {
@@ -791,6 +806,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Loom,
         tier: Tier::Deep,
         generated: false,
+        split: false,
         plan: unshare_vs_expand,
     },
     Scenario {
@@ -801,6 +817,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: close_vs_fget,
     },
     Scenario {
@@ -813,6 +830,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: close_vs_fget_last,
     },
     Scenario {
@@ -824,6 +842,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: fget_vs_recycle,
     },
     Scenario {
@@ -836,6 +855,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: fget_vs_denied_open,
     },
     Scenario {
@@ -848,6 +868,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: exec_vs_fget_task,
     },
     Scenario {
@@ -858,6 +879,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: dupfd_vs_close,
     },
     Scenario {
@@ -869,6 +891,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: fdget_vs_exit,
     },
     Scenario {
@@ -880,6 +903,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: nr_open_vs_dup2,
     },
     Scenario {
@@ -892,6 +916,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: close_range_vs_dup2,
     },
     Scenario {
@@ -903,6 +928,7 @@ const SCENARIOS: &[Row] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: true,
+        split: false,
         plan: generated,
     },
 ];

@@ -153,6 +153,13 @@ pub struct Scenario<P = ()> {
     /// Whether the plan is built from input bytes (`--input`, `arbitrary`);
     /// such a scenario is checked on inputs, not on its own.
     pub generated: bool,
+    /// Whether a run over the registry or a tier with `--split N` divides
+    /// this row's searches into N parts (a run that names the scenario
+    /// always does). Only for searches of millions of executions: each part
+    /// of a split probes every subtree and repeats some of the others'
+    /// behaviours, so a part of a smaller search costs more than the whole
+    /// (docs/engines.md, "Which searches the deep tier divides").
+    pub split: bool,
     pub plan: P,
 }
 
@@ -167,6 +174,7 @@ impl<P> Scenario<P> {
             judge: self.judge,
             tier: self.tier,
             generated: self.generated,
+            split: self.split,
             plan: (),
         }
     }
@@ -215,6 +223,7 @@ pub const fn scenario<P>(
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan,
     }
 }

@@ -312,6 +312,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: true,
+        split: false,
         plan: seed,
     },
     deep(

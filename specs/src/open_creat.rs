@@ -340,6 +340,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: true,
+        split: false,
         plan: opencreate1_loop,
     },
     deep(

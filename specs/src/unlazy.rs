@@ -204,6 +204,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: rename_vs_walk,
     },
     Scenario {
@@ -215,6 +216,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: unlink_vs_walk,
     },
     Scenario {
@@ -227,6 +229,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: kill_vs_walk,
     },
     Scenario {
@@ -237,6 +240,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Deep,
         generated: false,
+        split: false,
         plan: kill_vs_walk,
     },
     Scenario {
@@ -254,6 +258,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: kill_vs_unlazy,
     },
     Scenario {
@@ -271,6 +276,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: revalidate_vs_kill,
     },
     Scenario {
@@ -283,6 +289,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: rename_to_other_dir,
     },
     Scenario {
@@ -294,6 +301,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Deep,
         generated: false,
+        split: false,
         plan: rename_to_other_dir,
     },
     Scenario {
@@ -311,6 +319,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: umount_vs_walk,
     },
     Scenario {
@@ -322,6 +331,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: symlink_vs_rename,
     },
     Scenario {
@@ -334,6 +344,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: unlazy_link_vs_rename,
     },
     Scenario {
@@ -349,6 +360,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: unlazy_link_vs_rename_dir,
     },
     Scenario {
@@ -361,6 +373,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: dotdot_aba,
     },
     Scenario {
@@ -371,6 +384,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Deep,
         generated: false,
+        split: false,
         plan: dotdot_aba,
     },
     Scenario {
@@ -383,6 +397,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Loom,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: dotdot_rcu_vs_rename,
     },
     Scenario {
@@ -394,6 +409,7 @@ const SCENARIOS: &[ScenarioRow<Plan>] = &[
         judge: Judge::Optimal,
         tier: Tier::Pr,
         generated: false,
+        split: false,
         plan: negative_to_positive,
     },
 ];

@@ -523,6 +523,7 @@ const SCENARIOS: &[ScenarioRow<()>] = &[Scenario {
     judge: Judge::Optimal,
     tier: Tier::Pr,
     generated: false,
+    split: false,
     plan: |_| (),
 }];
 
