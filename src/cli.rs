@@ -378,6 +378,21 @@ pub fn accepts(args: &[&str]) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// The budget a `vfsmc check` command line (`args`, the program name first)
+/// searches with, `var` standing in for the environment. For files that run
+/// vfsmc, so a test can check what their searches may do: that the deep
+/// tier leaves loom uncapped, say.
+pub fn check_budget(args: &[&str], var: impl Fn(&str) -> Option<String>) -> Result<Budget, String> {
+    let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
+    let Command::Check(a) = cli.command else {
+        return Err(format!("not a `vfsmc check` command: {}", args.join(" ")));
+    };
+    let base = Budget::default()
+        .with_vars(var)
+        .map_err(|e| e.to_string())?;
+    budget_of(&a.budget, &base).map_err(|e| e.0)
+}
+
 /// Runs the CLI; returns the exit code.
 pub fn main() -> i32 {
     die_quietly_on_closed_pipe();

@@ -45,6 +45,45 @@ fn number_after(words: &[String], flag: &str) -> Option<u64> {
     words.get(i + 1)?.parse().ok()
 }
 
+/// The budget `words` search with under the variables of `env` (a YAML
+/// list of name/value pairs, or a map), and nothing else of the environment.
+fn budget(words: &[String], env: &[(String, String)]) -> vfsmc::engine::Budget {
+    let args: Vec<&str> = words.iter().map(String::as_str).collect();
+    vfsmc::cli::check_budget(&args, |name| {
+        env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
+    })
+    .unwrap_or_else(|e| panic!("`{}`: {e}", words.join(" ")))
+}
+
+/// The deep tier proves what it searches exhaustively: loom runs uncapped
+/// (a capped part is not exhaustive, and a split part spends the cap on its
+/// probes first), while random and PCT keep a budget of their own.
+fn assert_loom_uncapped(words: &[String], env: &[(String, String)], whence: &str) {
+    let b = budget(words, env);
+    assert_eq!(b.loom_cap, None, "{whence}: the deep tier caps loom");
+    assert!(
+        b.iterations > vfsmc::engine::Budget::default().iterations,
+        "{whence}: random and PCT keep the default budget ({}) in the deep tier",
+        b.iterations
+    );
+}
+
+/// Name/value pairs of a YAML `env`: a Kubernetes list or an Actions map.
+fn env_pairs(env: &Value) -> Vec<(String, String)> {
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    match env {
+        Value::Sequence(list) => list
+            .iter()
+            .filter_map(|e| Some((text(&e["name"])?, text(&e["value"])?)))
+            .collect(),
+        Value::Mapping(map) => map
+            .iter()
+            .filter_map(|(k, v)| Some((text(k)?, text(v)?)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn script_of(container: &Value) -> String {
     let args = container["args"].as_sequence().expect("args");
     args[0].as_str().expect("a script").to_string()
@@ -75,6 +114,11 @@ fn the_deep_tier_job_runs_a_command_vfsmc_accepts_with_one_part_per_pod() {
         "each pod takes one part of every search"
     );
     assert!(words.iter().any(|w| w == "json"), "{script}");
+    assert_loom_uncapped(
+        &words,
+        &env_pairs(&container["env"]),
+        "deploy/k8s/deep-tier.yaml",
+    );
 }
 
 #[test]
@@ -96,15 +140,20 @@ fn the_workflows_deep_job_splits_each_search_over_its_matrix() {
         .as_sequence()
         .expect("a shard matrix")
         .len() as u64;
-    let run = deep["steps"]
+    let step = deep["steps"]
         .as_sequence()
         .expect("steps")
         .iter()
-        .filter_map(|s| s["run"].as_str())
-        .find(|r| r.contains("--tier deep"))
+        .find(|s| s["run"].as_str().is_some_and(|r| r.contains("--tier deep")))
         .expect("a step that runs the deep tier");
+    let run = step["run"].as_str().expect("a script");
     let words = vfsmc_words(&run.replace("${{ matrix.shard }}", "1"));
     accepted(&words, ".github/workflows/vfsmc.yml");
+    assert_loom_uncapped(
+        &words,
+        &env_pairs(&step["env"]),
+        ".github/workflows/vfsmc.yml",
+    );
     assert_eq!(number_after(&words, "--split"), Some(shards), "{run}");
     let shard = words
         .iter()
