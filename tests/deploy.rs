@@ -45,8 +45,8 @@ fn number_after(words: &[String], flag: &str) -> Option<u64> {
     words.get(i + 1)?.parse().ok()
 }
 
-/// The budget `words` search with under the variables of `env` (a YAML
-/// list of name/value pairs, or a map), and nothing else of the environment.
+/// The budget `words` search with under the variables `env` (name, value),
+/// and nothing else of the environment.
 fn budget(words: &[String], env: &[(String, String)]) -> vfsmc::engine::Budget {
     let args: Vec<&str> = words.iter().map(String::as_str).collect();
     vfsmc::cli::check_budget(&args, |name| {
@@ -63,7 +63,7 @@ fn assert_loom_uncapped(words: &[String], env: &[(String, String)], whence: &str
     assert_eq!(b.loom_cap, None, "{whence}: the deep tier caps loom");
     assert!(
         b.iterations > vfsmc::engine::Budget::default().iterations,
-        "{whence}: random and PCT keep the default budget ({}) in the deep tier",
+        "{whence}: random and PCT get no more than the default {} runs in the deep tier",
         b.iterations
     );
 }
