@@ -96,12 +96,11 @@ fn the_deep_tier_job_runs_a_command_vfsmc_accepts_with_one_part_per_pod() {
     assert_eq!(spec["completionMode"].as_str(), Some("Indexed"));
     let completions = spec["completions"].as_u64().expect("completions");
     let container = &spec["template"]["spec"]["containers"][0];
-    let env = container["env"].as_sequence().expect("env");
+    let env = env_pairs(&container["env"]);
     let shards = env
         .iter()
-        .find(|e| e["name"].as_str() == Some("VFSMC_SHARDS"))
-        .and_then(|e| e["value"].as_str())
-        .and_then(|v| v.parse::<u64>().ok());
+        .find(|(name, _)| name == "VFSMC_SHARDS")
+        .and_then(|(_, value)| value.parse::<u64>().ok());
     assert_eq!(shards, Some(completions), "VFSMC_SHARDS is the pod count");
     let script = script_of(container);
     assert!(script.contains("$JOB_COMPLETION_INDEX"), "{script}");
@@ -111,14 +110,10 @@ fn the_deep_tier_job_runs_a_command_vfsmc_accepts_with_one_part_per_pod() {
     assert_eq!(
         number_after(&words, "--split"),
         Some(completions),
-        "each pod takes one part of every search"
+        "each pod takes one part of every divided search"
     );
     assert!(words.iter().any(|w| w == "json"), "{script}");
-    assert_loom_uncapped(
-        &words,
-        &env_pairs(&container["env"]),
-        "deploy/k8s/deep-tier.yaml",
-    );
+    assert_loom_uncapped(&words, &env, "deploy/k8s/deep-tier.yaml");
 }
 
 #[test]

@@ -54,10 +54,17 @@ fn table(out: &str) -> Vec<String> {
         .collect()
 }
 
-fn items(out: &str) -> Vec<(usize, usize)> {
+/// The JSON item lines of `out` (`--format json`), parsed.
+fn item_lines(out: &str) -> Vec<serde_json::Value> {
     out.lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).expect("an item line");
+        .map(|l| serde_json::from_str(l).expect("an item line"))
+        .collect()
+}
+
+fn items(out: &str) -> Vec<(usize, usize)> {
+    item_lines(out)
+        .iter()
+        .map(|v| {
             (
                 v["item"].as_u64().unwrap() as usize,
                 v["items"].as_u64().unwrap() as usize,
@@ -253,8 +260,7 @@ fn the_parts_of_one_split_search_are_shards_that_merge_into_it() {
 /// index per item, `None` for an item that runs its search whole.
 fn parts_by_scenario(out: &str) -> BTreeMap<String, Vec<Option<u64>>> {
     let mut by = BTreeMap::<String, Vec<Option<u64>>>::new();
-    for line in out.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).expect("an item line");
+    for v in item_lines(out) {
         let scenario = v["scenario"].as_str().expect("a scenario").to_string();
         by.entry(scenario)
             .or_default()
