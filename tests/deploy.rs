@@ -55,6 +55,38 @@ fn budget(words: &[String], env: &[(String, String)]) -> vfsmc::engine::Budget {
     .unwrap_or_else(|e| panic!("`{}`: {e}", words.join(" ")))
 }
 
+/// `check_budget`, which the tests below read the deploy files' budgets
+/// through, answers as `vfsmc check` would: only for a check command, a
+/// variable it cannot read is an error rather than the default, and a flag
+/// wins over the variable of the same knob (`--iterations` also caps loom).
+#[test]
+fn check_budget_reads_a_command_line_as_vfsmc_check_does() {
+    let none = |_: &str| None;
+    let refused = vfsmc::cli::check_budget(&["vfsmc", "merge", "deep-1.json"], none);
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.contains("not a `vfsmc check` command")),
+        "{refused:?}"
+    );
+    let iterations = |value: &'static str| {
+        move |name: &str| (name == "VFSMC_ITERATIONS").then(|| value.to_string())
+    };
+    let unreadable = vfsmc::cli::check_budget(&["vfsmc", "check"], iterations("many"));
+    assert!(
+        unreadable
+            .as_ref()
+            .is_err_and(|e| e.contains("VFSMC_ITERATIONS")),
+        "{unreadable:?}"
+    );
+    let words = ["vfsmc", "check", "--iterations", "7"];
+    let flagged = vfsmc::cli::check_budget(&words, iterations("100000")).expect("a budget");
+    assert_eq!((flagged.iterations, flagged.loom_cap), (7, Some(7)));
+    let from_var = vfsmc::cli::check_budget(&["vfsmc", "check"], iterations("100000"));
+    let from_var = from_var.expect("a budget");
+    assert_eq!((from_var.iterations, from_var.loom_cap), (100000, None));
+}
+
 /// The deep tier proves what it searches exhaustively: loom runs uncapped
 /// (a capped part is not exhaustive, and a split part spends the cap on its
 /// probes first), while random and PCT keep a budget of their own.
