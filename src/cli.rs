@@ -187,12 +187,12 @@ struct BudgetArgs {
     /// PCT depth (preemptions the bug needs + 1) [env: VFSMC_PCT_DEPTH].
     #[arg(long)]
     pct_depth: Option<u64>,
-    /// loom --split: choice points whose every alternative the split
-    /// enumerates (default 3) [env: VFSMC_SPLIT_DEPTH].
+    /// loom --split: choice points in the prefix whose subtrees are dealt
+    /// to the parts (default 40) [env: VFSMC_SPLIT_DEPTH].
     #[arg(long, value_name = "D")]
     split_depth: Option<u64>,
     /// loom --split with a preemption bound: choice points a prefix goes
-    /// deeper for each preemption it has left beyond one (default 0) [env:
+    /// deeper for each preemption it has left beyond one (default 24) [env:
     /// VFSMC_SPLIT_EXTEND].
     #[arg(long, value_name = "E")]
     split_extend: Option<u64>,

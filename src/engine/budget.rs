@@ -34,8 +34,8 @@ pub struct Budget {
     pub shrink_iterations: usize,
     /// shuttle: the deepest PCT depth shrinking tries (0: no shrinking).
     pub shrink_max_depth: usize,
-    /// loom: the choice points whose every alternative a split search
-    /// enumerates; its subtrees are the units of `part`.
+    /// loom: the choice points in a split search's prefix; the subtrees
+    /// below it are the units of `part`.
     pub split_depth: usize,
     /// loom: with a preemption bound, the choice points a split's prefix
     /// goes deeper for each preemption it has left beyond one.
@@ -74,8 +74,8 @@ impl Default for Budget {
             shuttle_max_steps: 200_000,
             shrink_iterations: 2_000,
             shrink_max_depth: 3,
-            split_depth: 3,
-            split_extend: 0,
+            split_depth: 40,
+            split_extend: 24,
             part: None,
             optimal_cap: None,
             optimal_max_events: 100_000,
@@ -238,8 +238,8 @@ impl Knob {
             }
             Knob::ShrinkMaxDepth => "deepest PCT depth shrinking tries (0: no shrinking)",
             Knob::SplitDepth => {
-                "choice points of a --split loom search whose every alternative it enumerates: \
-                 its subtrees are dealt to the parts"
+                "choice points in the prefix of a --split loom search: its subtrees are dealt to \
+                 the parts"
             }
             Knob::SplitExtend => {
                 "choice points a --split loom search with a preemption bound adds to a prefix \

@@ -123,27 +123,12 @@ fn builder(budget: &Budget, bound: Option<usize>) -> ::loom::model::Builder {
     // A wall-clock limit would make the verdict depend on the machine.
     builder.max_duration = None;
     builder.split = budget.part.map(|p| ::loom::model::Split {
-        depth: split_depth(budget, bound),
+        depth: budget.split_depth,
         extend: budget.split_extend,
         index: p.index,
         count: p.count,
-        skip_equivalent: true,
     });
     builder
-}
-
-/// The deepest split of an unbounded search: with no bound every
-/// alternative at a choice point is enumerated, and each level about
-/// doubles the executions where DPOR pruned there (fdtable/current
-/// [close-vs-fget]: 1.8x at depth 1, 6.2x at 3; docs/engines.md).
-const UNBOUNDED_SPLIT_DEPTH: usize = 3;
-
-/// The budget's split depth, at most [`UNBOUNDED_SPLIT_DEPTH`] unbounded.
-fn split_depth(budget: &Budget, bound: Option<usize>) -> usize {
-    match bound {
-        Some(_) => budget.split_depth,
-        None => budget.split_depth.min(UNBOUNDED_SPLIT_DEPTH),
-    }
 }
 
 /// One loom run under `bound`.

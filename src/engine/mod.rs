@@ -263,10 +263,6 @@ pub struct Exploration {
     pub subtrees: usize,
     /// With `Budget::fingerprints`: one per execution of the search's own.
     pub fingerprints: Option<BTreeSet<u64>>,
-    /// With `Budget::fingerprints`: the behaviours of the search's own
-    /// executions (`Session::behaviour`: interleavings that reorder only
-    /// independent steps are one).
-    pub behaviours: Option<BTreeSet<u64>>,
     /// Executions that ended with a thread waiting on what a revisit will
     /// change (optimal; counted among `executions`).
     pub blocked: usize,
@@ -319,7 +315,6 @@ struct Collector {
     executions: usize,
     probes: usize,
     fingerprints: Option<BTreeSet<u64>>,
-    behaviours: Option<BTreeSet<u64>>,
     reached: BTreeSet<&'static str>,
     patch: PatchRun,
     /// The search's execution state, reused by every execution.
@@ -339,9 +334,6 @@ impl Collector {
             if let Some(f) = self.fingerprints.as_mut() {
                 f.insert(session.fingerprint());
             }
-            if let Some(b) = self.behaviours.as_mut() {
-                b.insert(session.behaviour());
-            }
         }
     }
 
@@ -351,7 +343,6 @@ impl Collector {
             executions: self.executions,
             probes: self.probes,
             fingerprints: self.fingerprints.clone(),
-            behaviours: self.behaviours.clone(),
             reached: self.reached.clone(),
             patch: self.patch.clone(),
             ..Exploration::default()
@@ -363,7 +354,6 @@ impl Collector {
             executions: 0,
             probes: 0,
             fingerprints: budget.fingerprints.then(BTreeSet::new),
-            behaviours: budget.fingerprints.then(BTreeSet::new),
             reached: BTreeSet::new(),
             patch: PatchRun::default(),
             session: Session::new(budget.recording),

@@ -74,24 +74,6 @@ impl Session {
         h.finish()
     }
 
-    /// A hash of what the current (or last) execution's threads did, each
-    /// in its own order: its trace with the steps grouped by thread. Two
-    /// executions that differ only in the order of independent steps of
-    /// different threads (one behaviour, two interleavings) have the same
-    /// behaviour; for comparing what two searches covered when one of them
-    /// explores only one interleaving of a behaviour.
-    pub fn behaviour(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = Fnv(0xcbf2_9ce4_8422_2325);
-        self.0.with_state(|s| {
-            s.threads.hash(&mut h);
-            let mut steps: Vec<&Step> = s.steps.iter().collect();
-            steps.sort_by_key(|step| step.thread);
-            steps.hash(&mut h);
-        });
-        h.finish()
-    }
-
     /// The violation recorded in this execution, if any.
     pub fn violation(&self) -> Option<Violation> {
         self.0.with_state(|s| s.violation.clone())

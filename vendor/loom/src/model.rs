@@ -77,29 +77,27 @@ pub struct Builder {
     pub split: Option<Split>,
 }
 
-/// One of `count` disjoint parts of an exhaustive search (vfsmc patch).
+/// One of `count` parts of an exhaustive search (vfsmc patch).
 ///
 /// The *prefix* of an execution is its first `depth` choice points: branch
-/// points (thread schedules, atomic loads, spurious wake-ups) with two
-/// alternatives or more. At a prefix thread schedule every thread the
-/// preemption bound allows is explored, not only the ones DPOR would pick,
-/// except that without a bound a schedule whose default thread performs no
-/// operation there is left as it is (DPOR never adds a thread to it); loads
-/// and spurious wake-ups explore every alternative anyway. Below the prefix
-/// DPOR runs as usual. Each distinct choice sequence in the prefix is a
-/// *subtree*; subtrees are numbered 0, 1, 2, … in the order the search
-/// reaches them, which does not depend on which of them are explored.
+/// points (thread schedules, atomic loads, spurious wake-ups) where the search
+/// has, or DPOR may add, two alternatives or more. Each distinct choice
+/// sequence in the prefix is a *subtree*; subtrees are numbered 0, 1, 2, …
+/// in the order the search reaches them.
 ///
 /// A part explores fully the subtrees whose number is `index` modulo `count`.
 /// Of every other subtree it runs the first execution only, a *probe*, to
 /// reach the next prefixes; [`is_probe`] tells the model which executions
-/// are probes. Between them the `count` parts explore exactly the
-/// executions one part (`count` 1) explores, and those include every
-/// execution of the unsplit search; with `skip_equivalent`, one execution
-/// of every behaviour (execution up to reordering independent operations)
-/// of the unsplit search.
+/// are probes. Every part runs the first execution of every subtree, so the
+/// races those find add the same alternatives to the prefix in every part,
+/// and the numbering agrees. A race found by a later execution of a subtree,
+/// which only its owner runs, adds an alternative to the prefix for the owner
+/// alone, which explores it after the shared ones, outside the numbering.
+/// Between them the `count` parts explore every execution of the unsplit
+/// search, and nothing else; an execution below an alternative that several
+/// parts found on their own is explored by each of them.
 ///
-/// See `VFSMC-PATCHES.md`, sections 2 and 5.
+/// See `VFSMC-PATCHES.md`, section 2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Split {
     /// Number of choice points in the prefix (of one whose execution has at
@@ -119,15 +117,6 @@ pub struct Split {
 
     /// Number of parts.
     pub count: usize,
-
-    /// Whether to skip every subtree whose prefix is equivalent to an
-    /// earlier subtree's: the same operations, reordered where they are
-    /// independent, ending in the same state. Such a subtree explores the
-    /// same behaviours again. The subtrees explored are then numbered as
-    /// they are found, and each one's first execution runs in every part
-    /// as a probe before the owner runs it again as its own. See
-    /// `VFSMC-PATCHES.md`, section 5.
-    pub skip_equivalent: bool,
 }
 
 impl Split {
@@ -150,20 +139,20 @@ pub struct SplitStats {
     pub executions: usize,
 
     /// Executions that explore nothing for this part: one per subtree of the
-    /// other parts, or, skipping equivalent prefixes, one per subtree and
-    /// duplicate (the scouts).
+    /// other parts.
     pub probes: usize,
 
-    /// Subtrees skipped because their prefix is equivalent to an earlier
-    /// subtree's (`Split::skip_equivalent`); the same in every part.
-    pub duplicates: usize,
+    /// Of `executions`, those below alternatives of the prefix that this
+    /// part's own races added: 0 unless the search is split.
+    pub private: usize,
 }
 
 impl SplitStats {
-    /// Counts one execution of the subtree numbered `subtree`. Subtree
-    /// numbers follow the search, so the first execution with a number is
-    /// the first of its subtree.
-    pub(crate) fn count(&mut self, subtree: usize, owned: bool) {
+    /// Counts one execution of the subtree numbered `subtree`; `private` if
+    /// it is below an alternative only this part added. Subtree numbers
+    /// follow the search, so the first execution with a number is the first
+    /// of its subtree.
+    pub(crate) fn count(&mut self, subtree: usize, owned: bool, private: bool) {
         if subtree == self.subtrees {
             self.subtrees += 1;
             self.owned += usize::from(owned);
@@ -171,6 +160,7 @@ impl SplitStats {
 
         if owned {
             self.executions += 1;
+            self.private += usize::from(private);
         } else {
             self.probes += 1;
         }

@@ -48,16 +48,7 @@ impl Thread {
     ///
     /// See the [park documentation][park] for more details.
     pub fn unpark(&self) {
-        rt::execution(|execution| {
-            // vfsmc patch (`rt::class`): ordered against the target's parks.
-            let (unparker, target) = (execution.threads.active_id(), self.id.id);
-            execution.path.record(
-                unparker.as_usize(),
-                rt::class::Target::Thread(target.as_usize()),
-                rt::class::Event::Unpark,
-            );
-            execution.threads.unpark(target)
-        });
+        rt::execution(|execution| execution.threads.unpark(self.id.id));
     }
 }
 

@@ -1,6 +1,6 @@
 //! vfsmc patch (see VFSMC-PATCHES.md, section 2): `Builder::split` divides
-//! one exhaustive search into disjoint parts that together explore every
-//! execution the unsplit search explores.
+//! one exhaustive search into parts that together explore every execution
+//! the unsplit search explores, and no other.
 #![deny(warnings, rust_2018_idioms)]
 
 use loom::model::{is_probe, Builder, Split, SplitStats};
@@ -351,180 +351,123 @@ fn quiet_expected_panics() {
     });
 }
 
-/// The parts of a split at `depth` into `count`, exploring every subtree.
+/// The parts of a split at `depth` into `count`.
 pub(crate) fn parts(depth: usize, count: usize) -> impl Iterator<Item = Split> {
-    split_parts(Depth::fixed(depth), count, false)
+    split_parts(Depth::fixed(depth), count)
 }
 
-/// The parts of a split at `depth` into `count`, skipping subtrees whose
-/// prefixes are equivalent to an earlier one's if `skip_equivalent`.
-fn split_parts(depth: Depth, count: usize, skip_equivalent: bool) -> impl Iterator<Item = Split> {
+/// The parts of a split at `depth` into `count`.
+fn split_parts(depth: Depth, count: usize) -> impl Iterator<Item = Split> {
     (0..count).map(move |index| Split {
         depth: depth.choices,
         extend: depth.extend,
         index,
         count,
-        skip_equivalent,
     })
 }
 
-/// Every part reports the same subtrees (and duplicates) and owns those
-/// numbered its index modulo the count, probing each of the others once, or,
-/// skipping equivalent prefixes, scouting every subtree and duplicate once.
-fn assert_disjoint(name: &str, parts: &[Explored], skip_equivalent: bool) {
+/// Every part reports the same subtrees and owns those numbered its index
+/// modulo the count, probing each of the others once.
+fn assert_disjoint(name: &str, parts: &[Explored]) {
     let count = parts.len();
     let subtrees = parts[0].stats.subtrees;
-    let duplicates = parts[0].stats.duplicates;
-    if !skip_equivalent {
-        assert_eq!(duplicates, 0, "{name}");
-    }
     for (index, part) in parts.iter().enumerate() {
         let stats = part.stats;
-        assert_eq!(
-            (stats.subtrees, stats.duplicates),
-            (subtrees, duplicates),
-            "{name}: part {index}/{count}"
-        );
+        assert_eq!(stats.subtrees, subtrees, "{name}: part {index}/{count}");
         assert_eq!(
             stats.owned,
             (subtrees + count - 1 - index) / count,
             "{name}: part {index}/{count}"
         );
-        let probes = if skip_equivalent {
-            subtrees + duplicates
-        } else {
-            subtrees - stats.owned
-        };
-        assert_eq!(stats.probes, probes, "{name}: part {index}/{count}");
+        assert_eq!(
+            stats.probes,
+            subtrees - stats.owned,
+            "{name}: part {index}/{count}"
+        );
     }
     let owned: usize = parts.iter().map(|part| part.stats.owned).sum();
     assert_eq!(owned, subtrees, "{name}: {count} parts");
 }
 
-/// The parts of every split of `program` explore, between them, the same
-/// executions whatever the number of parts, and every execution of the
-/// unsplit search.
-fn assert_split_covers(program: &Program, bound: Option<usize>) {
+/// The parts of every split of `program` explore, between them, exactly the
+/// executions of the unsplit search: one part explores each of them once;
+/// more parts explore each at least once and nothing else, and only an
+/// execution below an alternative a part added on its own (`private`) more
+/// than once. Returns the private executions of all splits.
+fn assert_split_covers(program: &Program, bound: Option<usize>) -> usize {
     let whole = explore(program, bound, None);
     let unsplit: BTreeSet<_> = whole.fingerprints.iter().collect();
+    let mut private = 0;
     for depth in DEPTHS {
-        let (_, fingerprints) = assert_parts_agree(program, bound, depth, false);
-        let union: BTreeSet<_> = fingerprints.iter().collect();
-        let name = format!("{} bound {bound:?} depth {depth}", program.name);
-        assert!(union.is_superset(&unsplit), "{name}");
+        for count in 1..=MAX_PARTS {
+            let name = format!(
+                "{} bound {bound:?} depth {depth}: {count} parts",
+                program.name
+            );
+            let explored: Vec<_> = split_parts(depth, count)
+                .map(|split| explore(program, bound, Some(split)))
+                .collect();
+            assert_disjoint(&name, &explored);
+            let shared: usize = explored
+                .iter()
+                .map(|part| part.stats.executions - part.stats.private)
+                .sum();
+            private += explored
+                .iter()
+                .map(|part| part.stats.private)
+                .sum::<usize>();
+            let fingerprints: Vec<_> = explored
+                .iter()
+                .flat_map(|part| &part.fingerprints)
+                .collect();
+            let union: BTreeSet<_> = fingerprints.iter().copied().collect();
+            assert_eq!(union, unsplit, "{name}");
+            let executions = whole.fingerprints.len();
+            assert!(
+                shared <= executions,
+                "{name}: {shared} shared of {executions}"
+            );
+            if count == 1 {
+                assert_eq!(explored[0].fingerprints, whole.fingerprints, "{name}");
+            }
+        }
     }
+    private
 }
 
-/// Each thread's part of a fingerprint, thread by thread, then the outcome:
-/// what stays the same when independent operations of different threads are
-/// reordered. An independent check of the equivalence `rt::class` computes
-/// inside loom, which it does not use.
-fn behaviour(fingerprint: &Fingerprint) -> Fingerprint {
-    let mut events = fingerprint.clone();
-    events.sort_by_key(|&(thread, _)| thread);
-    events
-}
-
-/// Skipping equivalent prefixes, the parts of every split of `program`
-/// explore, between them, the same executions whatever the number of parts,
-/// no more than the split without skipping, and every behaviour of the
-/// unsplit search. Returns the executions of the split at each depth
-/// without and with skipping.
-fn assert_skipping_covers(program: &Program, bound: Option<usize>) -> Vec<(usize, usize)> {
-    let whole = explore(program, bound, None);
-    let unsplit: BTreeSet<_> = whole.fingerprints.iter().map(behaviour).collect();
-    DEPTHS
-        .into_iter()
-        .map(|depth| {
-            let name = format!("{} bound {bound:?} depth {depth}", program.name);
-            let (_, every) = assert_parts_agree(program, bound, depth, false);
-            let (_, skipping) = assert_parts_agree(program, bound, depth, true);
-            let covered: BTreeSet<_> = skipping.iter().map(behaviour).collect();
-            let missed: Vec<_> = unsplit.difference(&covered).collect();
-            assert!(missed.is_empty(), "{name}: behaviours missed {missed:?}");
-            assert!(skipping.len() <= every.len(), "{name}");
-            (every.len(), skipping.len())
-        })
-        .collect()
-}
-
-/// Splits `program` at `depth` into 1 to `MAX_PARTS` parts and checks that
-/// the parts are disjoint (`assert_disjoint`) and explore, between them, the
-/// same executions whatever their number. Returns the subtrees and the
-/// executions' fingerprints, sorted.
-fn assert_parts_agree(
-    program: &Program,
-    bound: Option<usize>,
-    depth: Depth,
-    skip_equivalent: bool,
-) -> (usize, Vec<Fingerprint>) {
-    let name = format!(
-        "{} bound {bound:?} depth {depth} skipping {skip_equivalent}",
-        program.name
-    );
-    let mut first_split: Option<(usize, Vec<_>)> = None;
-    let mut largest_part = 0;
-    for count in 1..=MAX_PARTS {
-        let explored: Vec<_> = split_parts(depth, count, skip_equivalent)
-            .map(|split| explore(program, bound, Some(split)))
-            .collect();
-        assert_disjoint(&name, &explored, skip_equivalent);
-        let subtrees = explored[0].stats.subtrees;
-        largest_part = explored
-            .iter()
-            .map(|part| part.stats.executions)
-            .max()
-            .unwrap();
-        let mut fingerprints: Vec<_> = explored
-            .into_iter()
-            .flat_map(|part| part.fingerprints)
-            .collect();
-        fingerprints.sort();
-        // Each part explores its subtrees as the single part does.
-        let first = first_split.get_or_insert_with(|| (subtrees, fingerprints.clone()));
-        assert_eq!(*first, (subtrees, fingerprints), "{name}: {count} parts");
-    }
-    let (subtrees, fingerprints) = first_split.unwrap();
-    println!(
-        "{name}: {subtrees} subtrees, {} executions, largest of {MAX_PARTS} parts {largest_part}",
-        fingerprints.len()
-    );
-    (subtrees, fingerprints)
-}
-
+/// The parts of a split explore alternatives of the prefix that only their
+/// own races found, and still cover the unsplit search exactly
+/// (`assert_split_covers`): without such alternatives, or with them
+/// explored by nobody, the parts would miss executions.
 #[test]
 fn parts_cover_the_unsplit_search_unbounded() {
-    for program in ALL {
-        assert_split_covers(program, None);
-    }
+    let private: usize = ALL
+        .into_iter()
+        .map(|program| assert_split_covers(program, None))
+        .sum();
+    assert!(private > 0, "no part explored an alternative of its own");
 }
 
 #[test]
 fn parts_cover_the_unsplit_search_bounded() {
-    for program in ALL {
-        for bound in [Some(1), Some(2)] {
-            assert_split_covers(program, bound);
-        }
-    }
+    let private: usize = ALL
+        .into_iter()
+        .flat_map(|program| [Some(1), Some(2)].map(|bound| (program, bound)))
+        .map(|(program, bound)| assert_split_covers(program, bound))
+        .sum();
+    assert!(private > 0, "no part explored an alternative of its own");
 }
 
-/// Some part fails exactly when the unsplit search does, whether or not
-/// the split skips equivalent prefixes.
+/// Some part fails exactly when the unsplit search does.
 fn assert_verdict(program: &Program, bound: Option<usize>, buggy: bool) {
     let name = format!("{} bound {bound:?}", program.name);
     assert_eq!(fails(program, bound, None), buggy, "{name}: unsplit");
     for depth in DEPTHS {
         for count in 1..=MAX_PARTS {
-            for skip in [false, true] {
-                let failing = split_parts(depth, count, skip)
-                    .filter(|&split| fails(program, bound, Some(split)))
-                    .count();
-                assert_eq!(
-                    failing > 0,
-                    buggy,
-                    "{name} depth {depth} skipping {skip}: {count} parts"
-                );
-            }
+            let failing = split_parts(depth, count)
+                .filter(|&split| fails(program, bound, Some(split)))
+                .count();
+            assert_eq!(failing > 0, buggy, "{name} depth {depth}: {count} parts");
         }
     }
 }
@@ -587,7 +530,7 @@ fn an_unsplit_search_is_unchanged() {
                 owned: 1,
                 executions: expected,
                 probes: 0,
-                duplicates: 0,
+                private: 0,
             };
             assert_eq!(*checked.lock().unwrap(), expected, "{name} {bound:?}");
             assert_eq!(explored.stats, expected_stats, "{name} {bound:?}");
@@ -609,14 +552,6 @@ fn max_permutations_bounds_a_part() {
             extend: 0,
             index: 1,
             count: 3,
-            skip_equivalent: false,
-        }),
-        Some(Split {
-            depth: 2,
-            extend: 0,
-            index: 1,
-            count: 3,
-            skip_equivalent: true,
         }),
     ] {
         let mut builder = builder(None, split);
@@ -629,10 +564,10 @@ fn max_permutations_bounds_a_part() {
     }
 }
 
-/// Without a preemption bound a split search enumerates no branch whose
-/// default thread performs no operation; DPOR adds an alternative to one only
-/// when a race in a critical section backtracks past the section, and a split
-/// search refuses that rather than let the parts disagree on their subtrees.
+/// A race after a critical section backtracks past the section to the
+/// nearest branch point that explores, which may be any branch of the prefix,
+/// even one that counts as no choice point (without a bound, a branch whose
+/// default thread performs no operation there).
 fn race_after_a_critical_section(log: &Log) -> Vec<usize> {
     let x = Arc::new(AtomicUsize::new(0));
     let (x1, x2, l) = (x.clone(), x.clone(), log.clone());
@@ -654,14 +589,10 @@ const CRITICAL_SECTION: Program = Program {
 };
 
 #[test]
-#[should_panic(expected = "does not support races in critical sections")]
-fn an_unbounded_split_refuses_a_race_in_a_critical_section() {
-    explore(&CRITICAL_SECTION, None, parts(1, 1).next());
-}
-
-#[test]
-fn a_bounded_split_supports_a_race_in_a_critical_section() {
-    assert_split_covers(&CRITICAL_SECTION, Some(1));
+fn a_split_supports_a_race_in_a_critical_section() {
+    for bound in [None, Some(1)] {
+        assert_split_covers(&CRITICAL_SECTION, bound);
+    }
 }
 
 /// A bound of 0 is spent from the first schedule, yet its search still
@@ -682,27 +613,6 @@ fn a_zero_bound_divides_by_its_loads() {
     );
 }
 
-/// Skipping subtrees whose prefixes are equivalent (VFSMC-PATCHES.md,
-/// section 5) keeps every behaviour of the unsplit search, in every program,
-/// under every bound, at every depth, and the parts still agree; it explores
-/// fewer executions than the split that enumerates every subtree (and, on
-/// these programs, never more).
-#[test]
-fn skipping_equivalent_prefixes_keeps_every_behaviour() {
-    let mut saved = 0;
-    for program in ALL.into_iter().chain([&CRITICAL_SECTION]) {
-        for bound in [Some(0), Some(1), Some(2), None] {
-            if program.name == CRITICAL_SECTION.name && bound.is_none() {
-                continue;
-            }
-            for (every, skipping) in assert_skipping_covers(program, bound) {
-                saved += every - skipping;
-            }
-        }
-    }
-    assert!(saved > 0, "no split skipped an execution");
-}
-
 /// With preemptions left, an extended prefix goes deeper, so it divides a
 /// bounded search into more subtrees than the prefix of the same depth
 /// without extension (and the tests above check that its parts still cover
@@ -710,7 +620,7 @@ fn skipping_equivalent_prefixes_keeps_every_behaviour() {
 #[test]
 fn an_extended_prefix_divides_a_bounded_search_further() {
     let subtrees = |depth| {
-        let split = split_parts(depth, 1, true).next().unwrap();
+        let split = split_parts(depth, 1).next().unwrap();
         explore(&COUNTER, Some(2), Some(split)).stats.subtrees
     };
     let fixed = subtrees(Depth::fixed(1));

@@ -222,10 +222,6 @@ fn fence_acqrel(execution: &mut Execution) {
 fn fence_seqcst(execution: &mut Execution) {
     fence_acqrel(execution);
     execution.threads.seq_cst_fence();
-    let thread = execution.threads.active_id().as_usize();
-    execution
-        .path
-        .record(thread, rt::class::Target::SeqCst, rt::class::Event::SeqCstFence);
 }
 
 impl<T: Numeric> Atomic<T> {
@@ -261,14 +257,11 @@ impl<T: Numeric> Atomic<T> {
             }
 
             // Get the store to return from this load.
-            let reader = execution.threads.active_id().as_usize();
-            let index = execution.path.branch_load(reader);
+            let index = execution.path.branch_load();
 
             trace!(state = ?self.state, ?ordering, "Atomic::load");
 
-            let value = state.load(&mut execution.threads, index, location, ordering);
-            execution.end_prefix_if_due();
-            T::from_u64(value)
+            T::from_u64(state.load(&mut execution.threads, index, location, ordering))
         })
     }
 
@@ -341,21 +334,20 @@ impl<T: Numeric> Atomic<T> {
             }
 
             // Get the store to use for the read portion of the rmw operation.
-            let reader = execution.threads.active_id().as_usize();
-            let index = execution.path.branch_load(reader);
+            let index = execution.path.branch_load();
 
             trace!(state = ?self.state, ?success, ?failure, "Atomic::rmw");
 
-            let result = state.rmw(
-                &mut execution.threads,
-                index,
-                location,
-                success,
-                failure,
-                |num| f(T::from_u64(num)).map(T::into_u64),
-            );
-            execution.end_prefix_if_due();
-            result.map(T::from_u64)
+            state
+                .rmw(
+                    &mut execution.threads,
+                    index,
+                    location,
+                    success,
+                    failure,
+                    |num| f(T::from_u64(num)).map(T::into_u64),
+                )
+                .map(T::from_u64)
         })
     }
 

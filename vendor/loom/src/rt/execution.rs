@@ -1,6 +1,5 @@
 use crate::model::Split;
 use crate::rt::alloc::Allocation;
-use crate::rt::class::{Event, Target};
 use crate::rt::{lazy_static, object, thread, Path};
 
 use std::collections::HashMap;
@@ -142,15 +141,6 @@ impl Execution {
 
         let curr_thread = self.threads.active_id();
 
-        // The running thread created whatever appeared since the last branch.
-        if self.path.is_recording() {
-            self.path.record_creations(
-                curr_thread.as_usize(),
-                self.objects.len(),
-                self.threads.iter().len(),
-            );
-        }
-
         for (th_id, th) in self.threads.iter() {
             let operation = match th.operation {
                 Some(operation) => operation,
@@ -249,11 +239,6 @@ impl Execution {
 
             self.objects
                 .set_last_access(operation, th_id, path_id, &threads.active().dpor_vv);
-
-            if self.path.is_recording() {
-                let (target, event) = operation.class_event();
-                self.path.record(th_id.as_usize(), target, event);
-            }
         }
 
         // Reactivate yielded threads, but only if the current active thread is
@@ -268,49 +253,7 @@ impl Execution {
             info!("~~~~~~~~ THREAD {} ~~~~~~~~", self.threads.active_id());
         }
 
-        self.end_prefix_if_due();
-
         curr_thread != self.threads.active_id()
-    }
-
-    /// In a split search that skips equivalent prefixes (vfsmc patch,
-    /// `rt::class`): once the current execution's prefix has ended, names
-    /// its class and the state it ends in. Called after every branch point
-    /// that can end a prefix (a thread schedule, a load, a spurious wake-up).
-    ///
-    /// The state is what loom's future depends on besides the prefix's
-    /// events: the running thread, the preemptions spent (the bound), each
-    /// thread's state, yields, pending operation and clocks, and the
-    /// sequential-consistency clock. The events already determine the
-    /// clocks; they are hashed as well, so that a difference the events
-    /// missed would still tell two prefixes apart.
-    pub(crate) fn end_prefix_if_due(&mut self) {
-        if !self.path.prefix_ended() {
-            return;
-        }
-        let mut state = vec![
-            self.threads.active_id().as_usize() as u64,
-            u64::from(self.path.preemptions()),
-            u64::from(self.path.is_exploring()),
-            self.objects.len() as u64,
-        ];
-        for (_, th) in self.threads.iter() {
-            state.extend(th.class_state());
-            let (target, event) = th
-                .operation
-                .map_or((Target::Local, Event::Yield), |op| op.class_event());
-            state.push(th.operation.is_some() as u64);
-            state.push(match target {
-                Target::Object(index) => index as u64,
-                _ => u64::MAX,
-            });
-            state.push(match event {
-                Event::Operation { action, .. } => u64::from(action),
-                _ => u64::MAX,
-            });
-        }
-        state.extend(self.threads.seq_cst_causality.words());
-        self.path.end_prefix(&state);
     }
 
     /// Panics if any leaks were detected

@@ -14,8 +14,6 @@ pub(crate) use self::arc::Arc;
 mod atomic;
 pub(crate) use self::atomic::{fence, Atomic};
 
-pub(crate) mod class;
-
 pub(crate) mod cell;
 pub(crate) use self::cell::Cell;
 
@@ -90,13 +88,6 @@ pub(crate) fn park(location: Location) {
     let switch = execution(|execution| {
         use thread::State;
         let thread = execution.threads.active_id();
-        // Consuming a saved unpark or blocking: either way ordered against
-        // the unparks aimed at this thread (vfsmc patch, `rt::class`).
-        execution.path.record(
-            thread.as_usize(),
-            class::Target::Thread(thread.as_usize()),
-            class::Event::Park,
-        );
         let active = execution.threads.active_mut();
 
         trace!(?thread, ?active.state, "park");
@@ -253,9 +244,6 @@ pub fn yield_now() {
 
         execution.threads.active_mut().set_yield();
         execution.threads.active_mut().operation = None;
-        execution
-            .path
-            .record(thread.as_usize(), class::Target::Local, class::Event::Yield);
         let switch = execution.schedule();
 
         trace!(?thread, ?switch, "yield_now");

@@ -87,11 +87,7 @@ impl Notify {
     pub(crate) fn wait(self, location: Location) {
         let (notified, spurious) = rt::execution(|execution| {
             let spurious = if self.state.get(&execution.objects).might_spur() {
-                let spurious = execution.path.branch_spurious();
-                let thread = execution.threads.active_id().as_usize();
-                execution.path.record_spurious(thread, spurious);
-                execution.end_prefix_if_due();
-                spurious
+                execution.path.branch_spurious()
             } else {
                 false
             };

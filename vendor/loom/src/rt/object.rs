@@ -304,6 +304,11 @@ impl<T> Ref<T> {
     pub(super) fn ref_eq(self, other: Ref<T>) -> bool {
         self.index == other.index
     }
+
+    /// The object's position in its store.
+    pub(super) fn index(self) -> usize {
+        self.index
+    }
 }
 
 impl<T: Object> Ref<T> {
@@ -436,29 +441,6 @@ impl Operation {
 
     pub(super) fn location(&self) -> Location {
         self.location
-    }
-
-    /// The operation as an event of a split search's prefix (vfsmc patch,
-    /// `rt::class`): its object, and its action by a fixed number.
-    pub(super) fn class_event(&self) -> (rt::class::Target, rt::class::Event) {
-        use rt::class::Event;
-        let (action, load) = match self.action {
-            Action::Atomic(rt::atomic::Action::Load) => (0, true),
-            Action::Atomic(rt::atomic::Action::Store) => (1, false),
-            Action::Atomic(rt::atomic::Action::Rmw) => (2, false),
-            Action::Opaque => (3, false),
-            Action::RwLock(rt::rwlock::Action::Read) => (4, false),
-            Action::RwLock(rt::rwlock::Action::Write) => (5, false),
-            Action::Arc(rt::arc::Action::RefInc) => (6, false),
-            Action::Arc(rt::arc::Action::RefDec) => (7, false),
-            Action::Arc(rt::arc::Action::Inspect) => (8, false),
-            Action::Channel(rt::mpsc::Action::MsgSend) => (9, false),
-            Action::Channel(rt::mpsc::Action::MsgRecv) => (10, false),
-        };
-        (
-            rt::class::Target::Object(self.obj.index),
-            Event::Operation { action, load },
-        )
     }
 }
 

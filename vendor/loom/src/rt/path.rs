@@ -1,8 +1,5 @@
 use crate::model::{Split, SplitStats};
-use crate::rt::class::{Event, Key, Target, Trace};
 use crate::rt::{execution, object, thread, MAX_ATOMIC_HISTORY, MAX_THREADS};
-
-use std::collections::HashSet;
 
 #[cfg(feature = "checkpoint")]
 use serde::{Deserialize, Serialize};
@@ -47,11 +44,15 @@ pub(crate) struct Path {
 /// The schedule prefix of a split search (vfsmc patch, `model::Split`).
 ///
 /// The prefix of an execution is its first `split.depth` choice points:
-/// branch points where the search has two alternatives or more. A prefix
-/// branch point gets, when it is created, every alternative DPOR could ever
-/// add to it (see `branch_thread`), so DPOR never changes the prefix tree,
-/// and the subtrees below its leaves are numbered in the same order whichever
-/// of them are explored.
+/// branch points where the search has, or DPOR may add, two alternatives or
+/// more. Every part runs the first execution of every subtree (its own or,
+/// as a probe, another part's), so the races those executions find mark the
+/// same alternatives at the prefix branches in every part, and the subtrees
+/// are numbered alike. A race found by any other execution, which only the
+/// subtree's owner runs, marks its prefix branch `Thread::Private`: the
+/// owner explores that alternative itself, after the shared ones, as a
+/// region of its own that is not numbered (see `VFSMC-PATCHES.md`,
+/// section 2).
 #[derive(Debug)]
 struct Prefix {
     split: Split,
@@ -75,45 +76,14 @@ struct Prefix {
     bound: Option<u8>,
     preempted: u8,
 
-    /// With `Split::skip_equivalent`, what finds the subtrees whose prefixes
-    /// are equivalent to an earlier one's.
-    equivalent: Option<Equivalent>,
-}
+    /// Whether the current execution is its subtree's first, which every
+    /// part runs: the races it finds in the prefix mark alternatives every
+    /// part explores.
+    first: bool,
 
-/// Skipping subtrees whose prefixes are equivalent (vfsmc patch,
-/// `Split::skip_equivalent`, `rt::class`).
-///
-/// Whether a subtree is new is known only once its first execution has run
-/// its prefix, so that execution is a *scout*, a probe in every part. When
-/// its prefix is new, the subtree gets the next number; the part that owns
-/// the number runs the scout's execution again as its own and then searches
-/// the rest of the subtree. When the prefix is equivalent to one seen before,
-/// every part skips the subtree.
-#[derive(Debug, Default)]
-struct Equivalent {
-    /// Keys of the prefixes of the subtrees numbered so far.
-    seen: HashSet<Key>,
-
-    /// The current execution's prefix, while it is recorded.
-    trace: Trace,
-
-    /// Whether the current execution records its prefix: a scout whose
-    /// prefix has not ended yet.
-    recording: bool,
-
-    /// The key of the current execution's prefix, once it has ended.
-    key: Option<Key>,
-
-    /// Whether the current execution is its subtree's scout.
-    scout: bool,
-
-    /// Whether the next execution runs the scout's again, as an owner.
-    rerun: bool,
-
-    /// Objects and threads of the current execution already recorded as
-    /// created.
-    objects: usize,
-    threads: usize,
+    /// The prefix branch whose private alternative the search is exploring:
+    /// everything below it is this part's alone, and the prefix ends there.
+    private: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -186,6 +156,11 @@ pub(crate) enum Thread {
 
     /// The thread has been explored
     Visited,
+
+    /// A race found by this part alone marked the thread, at a branch of a
+    /// split search's prefix (vfsmc patch, see `Prefix`): the part explores
+    /// it itself once the alternatives every part shares are done.
+    Private,
 }
 
 macro_rules! assert_path_len {
@@ -273,80 +248,14 @@ impl Path {
         self.prefix.as_ref().is_some_and(Prefix::is_open)
     }
 
-    /// Whether the current execution records its prefix's events (a scout of
-    /// a search that skips equivalent prefixes).
-    pub(crate) fn is_recording(&self) -> bool {
-        self.equivalent().is_some_and(|eq| eq.recording)
-    }
-
-    /// Records an event of the current execution's prefix, if it records it.
-    pub(crate) fn record(&mut self, thread: usize, target: Target, event: Event) {
-        if let Some(eq) = self.equivalent_mut().filter(|eq| eq.recording) {
-            eq.trace.push(thread, target, event);
-        }
-    }
-
-    /// Records that `thread`, the thread that ran since the last branch
-    /// point, created the objects and threads beyond those recorded.
-    pub(crate) fn record_creations(&mut self, thread: usize, objects: usize, threads: usize) {
-        if let Some(eq) = self.equivalent_mut().filter(|eq| eq.recording) {
-            if objects > eq.objects {
-                eq.objects = objects;
-                eq.trace
-                    .push(thread, Target::Local, Event::Created(objects));
+    /// Counts the execution that just ran into `stats`.
+    pub(crate) fn count(&self, stats: &mut SplitStats) {
+        match &self.prefix {
+            None => stats.count(0, true, false),
+            Some(prefix) => {
+                let private = prefix.private.is_some();
+                stats.count(prefix.subtree, !prefix.is_probe(), private)
             }
-            if threads > eq.threads {
-                eq.threads = threads;
-                eq.trace
-                    .push(thread, Target::Spawn, Event::Spawned(threads));
-            }
-        }
-    }
-
-    /// Whether the current execution records its prefix and the prefix has
-    /// just ended: its last choice point is behind (or the bound is spent).
-    pub(crate) fn prefix_ended(&self) -> bool {
-        self.is_recording()
-            && self
-                .prefix
-                .as_ref()
-                .is_some_and(|prefix| !prefix.is_open() && self.pos >= prefix.end())
-    }
-
-    /// Names the ended prefix by its events and `state`, and stops recording.
-    pub(crate) fn end_prefix(&mut self, state: &[u64]) {
-        if let Some(eq) = self.equivalent_mut() {
-            eq.key = Some(eq.trace.key(state));
-            eq.recording = false;
-        }
-    }
-
-    /// Whether the search explores at the next branch point, and whether it
-    /// skips the rest of the execution, as one number.
-    pub(crate) fn is_exploring(&self) -> u8 {
-        u8::from(self.exploring) | u8::from(self.skipping) << 1
-    }
-
-    /// Preemptions spent by the current execution so far.
-    pub(crate) fn preemptions(&self) -> u8 {
-        self.last_schedule()
-            .map_or(0, |schedule| schedule.get(&self.branches).preemptions())
-    }
-
-    fn equivalent(&self) -> Option<&Equivalent> {
-        self.prefix.as_ref().and_then(|p| p.equivalent.as_ref())
-    }
-
-    fn equivalent_mut(&mut self) -> Option<&mut Equivalent> {
-        self.prefix.as_mut().and_then(|p| p.equivalent.as_mut())
-    }
-
-    /// Counts the execution that just ran into `stats`, and decides, after a
-    /// scout, whether its subtree is new and whose it is.
-    pub(crate) fn count(&mut self, stats: &mut SplitStats) {
-        match &mut self.prefix {
-            None => stats.count(0, true),
-            Some(prefix) => prefix.count(stats),
         }
     }
 
@@ -397,9 +306,8 @@ impl Path {
         }
     }
 
-    /// Returns the atomic write to read; `thread` reads it (recorded when
-    /// the prefix is, see `Equivalent`).
-    pub(super) fn branch_load(&mut self, thread: usize) -> usize {
+    /// Returns the atomic write to read
+    pub(super) fn branch_load(&mut self) -> usize {
         assert!(!self.is_traversed(), "[loom internal bug]");
 
         let load = object::Ref::from_usize(self.pos)
@@ -409,9 +317,7 @@ impl Path {
 
         self.pos += 1;
 
-        let slot = load.values[load.pos as usize];
-        self.record(thread, Target::Local, Event::Read(slot));
-        slot as usize
+        load.values[load.pos as usize] as usize
     }
 
     /// Branch on spurious notifications
@@ -437,11 +343,6 @@ impl Path {
 
         self.pos += 1;
         spurious
-    }
-
-    /// Records the outcome of the spurious wake-up branch `thread` just took.
-    pub(super) fn record_spurious(&mut self, thread: usize, spurious: bool) {
-        self.record(thread, Target::Local, Event::Spurious(spurious));
     }
 
     /// Returns the thread identifier to schedule
@@ -528,20 +429,20 @@ impl Path {
             schedule.initial_active = initial_active;
             schedule.preemptions = preemptions;
 
-            // DPOR backtracks to the branch of a racing operation, so when
-            // the first thread scheduled here performs none, DPOR adds an
-            // alternative here only through the preemption bound's extra
-            // backtracking or a race in a critical section (see `backtrack`).
-            // Without a bound such a branch is no choice point: enumerating
-            // it would repeat the whole search below it for every thread.
-            if self.in_prefix() && (operates || self.preemption_bound.is_some()) {
-                // Whatever DPOR would add here later, and more.
-                let schedule = schedule_ref.get_mut(&mut self.branches);
-                schedule.explore_all(self.preemption_bound);
-
-                if schedule.has_pending() {
-                    self.push_choice();
-                }
+            // A prefix choice point is a branch where DPOR may add an
+            // alternative. DPOR backtracks to the branch of a racing
+            // operation, so when the first thread scheduled here performs
+            // none, it adds one here only through the preemption bound's
+            // extra backtracking or a race in a critical section (see
+            // `backtrack`): without a bound such a branch would only use up
+            // the prefix's depth.
+            if self.in_prefix()
+                && (operates || self.preemption_bound.is_some())
+                && schedule_ref
+                    .get(&self.branches)
+                    .may_branch(self.preemption_bound)
+            {
+                self.push_choice();
             }
         }
 
@@ -573,20 +474,11 @@ impl Path {
             if let Some(schedule_ref) =
                 object::Ref::from_usize(point).downcast::<Schedule>(&self.branches)
             {
+                let private = self.marks_privately(point);
                 let schedule = schedule_ref.get_mut(&mut self.branches);
 
                 if schedule.exploring {
-                    let threads = schedule.threads;
-                    schedule.backtrack(thread_id, self.preemption_bound);
-
-                    // The parts of a split search agree on its prefix tree
-                    // only if DPOR never changes it.
-                    assert!(
-                        schedule.threads == threads
-                            || !self.prefix.as_ref().is_some_and(|p| p.contains(point)),
-                        "a split search without a preemption bound does not support \
-                         races in critical sections that backtrack into its prefix"
-                    );
+                    schedule.backtrack(thread_id, self.preemption_bound, private);
                     break schedule;
                 }
             }
@@ -608,13 +500,17 @@ impl Path {
             loop {
                 // Preemption bounded DPOR requires conservatively adding
                 // another backtrack point to cover cases missed by the bounds.
+                let private = self.marks_privately(curr.index());
                 if let Some(prev) = curr.get(&self.branches).prev {
                     let active_a = curr.get(&self.branches).active_thread_index();
                     let active_b = prev.get(&self.branches).active_thread_index();
 
                     if active_a != active_b && curr.get_mut(&mut self.branches).exploring {
-                        curr.get_mut(&mut self.branches)
-                            .backtrack(thread_id, self.preemption_bound);
+                        curr.get_mut(&mut self.branches).backtrack(
+                            thread_id,
+                            self.preemption_bound,
+                            private,
+                        );
                         return;
                     }
 
@@ -622,13 +518,25 @@ impl Path {
                 } else {
                     if curr.get(&mut self.branches).exploring {
                         // This is the very first schedule
-                        curr.get_mut(&mut self.branches)
-                            .backtrack(thread_id, self.preemption_bound);
+                        curr.get_mut(&mut self.branches).backtrack(
+                            thread_id,
+                            self.preemption_bound,
+                            private,
+                        );
                     }
                     return;
                 }
             }
         }
+    }
+
+    /// Whether a race found now marks the branch at `point` for this part
+    /// alone: a prefix branch, marked by an execution other than its
+    /// subtree's first, which the other parts do not run (see `Prefix`).
+    fn marks_privately(&self, point: usize) -> bool {
+        self.prefix
+            .as_ref()
+            .is_some_and(|p| !p.first && p.contains(point))
     }
 
     /// Reset the path to prepare for the next exploration of the model.
@@ -643,13 +551,6 @@ impl Path {
         // Reset exploring / critical / skip
         self.exploring = self.exploring_on_start;
         self.skipping = false;
-
-        // A scout whose subtree is new and this part's runs again as owned.
-        if let Some(prefix) = &mut self.prefix {
-            if prefix.take_rerun() {
-                return true;
-            }
-        }
 
         // A probe explores nothing of its subtree below the prefix.
         let unexplored = self
@@ -696,7 +597,13 @@ impl Path {
                     .is_some();
 
                 if rem {
-                    return self.stepped(pos);
+                    return self.stepped(pos, false);
+                }
+
+                // Then the alternatives only this part's races marked.
+                if let Some(thread) = schedule.threads.iter_mut().find(|th| th.is_private()) {
+                    *thread = Thread::Active;
+                    return self.stepped(pos, true);
                 }
             } else if let Some(load_ref) = last.downcast::<Load>(&self.branches) {
                 let load = load_ref.get_mut(&mut self.branches);
@@ -708,7 +615,7 @@ impl Path {
                 load.pos += 1;
 
                 if load.pos < load.len {
-                    return self.stepped(pos);
+                    return self.stepped(pos, false);
                 }
             } else if let Some(spurious_ref) = last.downcast::<Spurious>(&self.branches) {
                 let spurious = spurious_ref.get_mut(&mut self.branches);
@@ -719,7 +626,7 @@ impl Path {
 
                 if !spurious.spur {
                     spurious.spur = true;
-                    return self.stepped(pos);
+                    return self.stepped(pos, false);
                 }
             } else {
                 unreachable!();
@@ -731,9 +638,9 @@ impl Path {
 
     /// The branch at `pos` moved to its next option: tells a split search,
     /// and returns `true` for `step` to return.
-    fn stepped(&mut self, pos: usize) -> bool {
+    fn stepped(&mut self, pos: usize, private: bool) -> bool {
         if let Some(prefix) = &mut self.prefix {
-            prefix.stepped(pos);
+            prefix.stepped(pos, private);
         }
 
         true
@@ -753,54 +660,9 @@ impl Prefix {
             spent: false,
             bound,
             preempted: 0,
-            equivalent: split.skip_equivalent.then(|| Equivalent {
-                scout: true,
-                recording: true,
-                ..Equivalent::default()
-            }),
+            first: true,
+            private: None,
         }
-    }
-
-    /// Counts the execution that just ran. Without `skip_equivalent`, the
-    /// subtree numbers follow the search, and the first execution with a
-    /// number is its subtree's first. With it, a scout numbers its subtree
-    /// if its prefix is new (a prefix that never ended, in an execution with
-    /// fewer choice points than the depth, is new).
-    fn count(&mut self, stats: &mut SplitStats) {
-        let Some(eq) = &mut self.equivalent else {
-            let owned = !self.is_probe();
-            return stats.count(self.subtree, owned);
-        };
-        if !eq.scout {
-            stats.executions += 1;
-            return;
-        }
-        stats.probes += 1;
-        if eq.key.is_some_and(|key| !eq.seen.insert(key)) {
-            stats.duplicates += 1;
-            return;
-        }
-        self.subtree = stats.subtrees;
-        stats.subtrees += 1;
-        if self.split.owns(self.subtree) {
-            stats.owned += 1;
-            eq.rerun = true;
-        }
-    }
-
-    /// Whether the next execution is the last one's again (a scout's, now
-    /// owned); readies it if so.
-    fn take_rerun(&mut self) -> bool {
-        let Some(eq) = &mut self.equivalent else {
-            return false;
-        };
-        if !std::mem::take(&mut eq.rerun) {
-            return false;
-        }
-        eq.scout = false;
-        self.spent = false;
-        self.preempted = 0;
-        true
     }
 
     /// Whether the execution has not passed its prefix's `depth()` choice
@@ -808,11 +670,10 @@ impl Prefix {
     /// branch point created is in its prefix. Once the bound is spent no
     /// schedule below has an alternative, and only loads would divide the
     /// search further: into subtrees of a few executions each, which cost
-    /// every other part a probe apiece (on `fdtable/current
-    /// [expand-vs-fget-deep]` at bound 3 and depth 40, 176,760 of 184,803
-    /// subtrees, holding 2 % of the executions).
+    /// every other part a probe apiece. In a private region nothing is
+    /// prefix.
     fn is_open(&self) -> bool {
-        self.choices.len() < self.depth() && !self.spent
+        self.private.is_none() && self.choices.len() < self.depth() && !self.spent
     }
 
     /// Choice points of the current execution's prefix, given the
@@ -829,18 +690,19 @@ impl Prefix {
     /// Position of the first branch below the prefix; an execution that ends
     /// before its prefix does is all prefix.
     fn end(&self) -> usize {
-        if self.is_open() {
+        if let Some(pos) = self.private {
+            pos + 1
+        } else if self.is_open() {
             usize::MAX
         } else {
             self.choices.last().map_or(0, |pos| pos + 1)
         }
     }
 
+    /// Whether the current execution is the first of another part's
+    /// subtree, run only for the races it finds in the prefix.
     fn is_probe(&self) -> bool {
-        match &self.equivalent {
-            Some(eq) => eq.scout,
-            None => !self.split.owns(self.subtree),
-        }
+        self.private.is_none() && !self.split.owns(self.subtree)
     }
 
     /// Whether the branch at `pos` is in the prefix.
@@ -848,33 +710,32 @@ impl Prefix {
         pos < self.end()
     }
 
-    /// The search moved branch `pos` to its next option. Branches of the
-    /// prefix only have options left when they are choice points, and moving
-    /// one starts the next subtree.
-    fn stepped(&mut self, pos: usize) {
-        let new_subtree = self.contains(pos);
-        if new_subtree {
+    /// The search moved branch `pos` to its next option, `private` if that
+    /// is an alternative only this part marked. Branches of the prefix only
+    /// have options when they are choice points, and moving one to a shared
+    /// alternative starts the next subtree; moving one to a private
+    /// alternative starts a region of this part's own, below which nothing
+    /// is prefix.
+    fn stepped(&mut self, pos: usize, private: bool) {
+        let in_prefix = self.contains(pos);
+        if in_prefix {
             let kept = self.choices.partition_point(|&choice| choice <= pos);
             self.choices.truncate(kept);
-            // Skipping equivalent prefixes, a scout numbers its subtree.
-            if self.equivalent.is_none() {
-                self.subtree += 1;
-            }
         }
+        // A private alternative is not a subtree: nobody else knows of it.
+        let new_subtree = in_prefix && !private;
+        if private {
+            self.private = Some(pos);
+        } else if new_subtree {
+            self.private = None;
+            self.subtree += 1;
+        }
+        self.first = new_subtree;
 
         // The next execution replays the path from the start and finds out
         // again whether, and where, it spends the bound.
         self.spent = false;
         self.preempted = 0;
-
-        if let Some(eq) = &mut self.equivalent {
-            eq.scout = new_subtree;
-            eq.recording = new_subtree;
-            eq.key = None;
-            eq.trace.clear();
-            eq.objects = 0;
-            eq.threads = 0;
-        }
     }
 }
 
@@ -922,7 +783,7 @@ impl Schedule {
         true
     }
 
-    fn backtrack(&mut self, thread_id: thread::Id, preemption_bound: Option<u8>) {
+    fn backtrack(&mut self, thread_id: thread::Id, preemption_bound: Option<u8>, private: bool) {
         assert!(self.exploring);
 
         if !self.may_preempt(preemption_bound) {
@@ -935,37 +796,42 @@ impl Schedule {
             return;
         }
 
-        if self.threads[thread_id].is_enabled() {
-            self.threads[thread_id].explore();
+        let mark = if private {
+            Thread::explore_private
         } else {
-            self.explore_threads();
+            Thread::explore
+        };
+        if self.threads[thread_id].is_enabled() {
+            mark(&mut self.threads[thread_id]);
+        } else {
+            self.threads.iter_mut().for_each(mark);
         }
     }
 
-    /// Schedules every thread `backtrack` could ever schedule here (vfsmc
-    /// split): afterwards, `backtrack` at this branch changes nothing.
-    fn explore_all(&mut self, preemption_bound: Option<u8>) {
-        if self.exploring && self.may_preempt(preemption_bound) {
-            self.explore_threads();
-        }
-    }
-
-    fn explore_threads(&mut self) {
-        for th in &mut self.threads {
-            th.explore();
-        }
-    }
-
-    fn has_pending(&self) -> bool {
-        self.threads.iter().any(Thread::is_pending)
+    /// Whether DPOR could add an alternative here: the branch explores, the
+    /// bound allows a switch, and a thread is enabled but not scheduled.
+    fn may_branch(&self, preemption_bound: Option<u8>) -> bool {
+        self.exploring
+            && self.may_preempt(preemption_bound)
+            && self.threads.contains(&Thread::Skip)
     }
 }
 
 impl Thread {
     fn explore(&mut self) {
-        if *self == Thread::Skip {
+        if matches!(*self, Thread::Skip | Thread::Private) {
             *self = Thread::Pending;
         }
+    }
+
+    fn explore_private(&mut self) {
+        if *self == Thread::Skip {
+            *self = Thread::Private;
+        }
+    }
+
+    fn is_private(&self) -> bool {
+        *self == Thread::Private
     }
 
     fn is_pending(&self) -> bool {

@@ -150,28 +150,6 @@ impl Thread {
         Box::new(locals)
     }
 
-    /// The thread's scheduling state and clocks, for naming the state a
-    /// split search's prefix ends in (vfsmc patch, `rt::class`).
-    pub(crate) fn class_state(&self) -> Vec<u64> {
-        let state = match self.state {
-            State::Runnable { unparked: false } => 0,
-            State::Runnable { unparked: true } => 1,
-            State::Blocked(_) => 2,
-            State::Yield => 3,
-            State::Terminated => 4,
-        };
-        let mut words = vec![
-            state,
-            u64::from(self.critical),
-            self.yield_count as u64,
-            self.last_yield.map_or(u64::MAX, u64::from),
-        ];
-        words.extend(self.causality.words());
-        words.extend(self.released.words());
-        words.extend(self.dpor_vv.words());
-        words
-    }
-
     pub(crate) fn unpark(&mut self, unparker: &Thread) {
         self.causality.join(&unparker.causality);
         self.set_unparked();

@@ -28,11 +28,6 @@ impl VersionVec {
             .map(move |(thread_id, &version)| (thread::Id::new(execution_id, thread_id), version))
     }
 
-    /// The versions, for hashing (vfsmc patch, `rt::class`).
-    pub(crate) fn words(&self) -> impl Iterator<Item = u64> + '_ {
-        self.versions.iter().map(|&version| u64::from(version))
-    }
-
     pub(crate) fn inc(&mut self, id: thread::Id) {
         self.versions[id.as_usize()] += 1;
     }
